@@ -1,0 +1,333 @@
+package tool
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/loomkit/loom/llm"
+)
+
+// FuncOptions configures a [Func] tool. The zero value (or nil) gives a
+// destructive tool that needs no approval, whose results are cut at
+// [DefaultMaxResult] bytes.
+type FuncOptions[In any] struct {
+	// Effect says what a call does to the world (see [llm.Effect]).
+	Effect llm.Effect
+	// NeedsApproval is the spec's default: every call needs a decision.
+	NeedsApproval bool
+	// ApprovalFor, when set, decides per call instead (see [Approvable]);
+	// it sees the validated, decoded arguments. Calls whose arguments are
+	// invalid never run, and need no approval.
+	ApprovalFor func(In) bool
+	// MaxResult is the size in bytes above which results are cut to head
+	// and tail (see [Truncate]): 0 means [DefaultMaxResult], a negative
+	// value no limit.
+	MaxResult int
+	// Schema, when set, replaces the schema inferred from In. It must be an
+	// object schema that In's JSON decoding agrees with.
+	Schema *jsonschema.Schema
+}
+
+// FuncTool is a tool made by [Func] or [NewFunc]. It is safe for concurrent
+// use when its function is.
+type FuncTool[In, Out any] struct {
+	spec     llm.ToolSpec
+	resolved *jsonschema.Resolved
+	fn       func(context.Context, In) (Out, error)
+	approval func(In) bool
+	max      int
+}
+
+// Func returns a tool called name that runs fn. It panics where [NewFunc]
+// returns an error: a bad name or an In whose schema cannot be inferred is
+// a bug in the program, found the first time it runs.
+func Func[In, Out any](name, description string, fn func(context.Context, In) (Out, error), opts *FuncOptions[In]) *FuncTool[In, Out] {
+	t, err := NewFunc(name, description, fn, opts)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+// NewFunc returns a tool called name that runs fn.
+//
+// The arguments' JSON Schema is inferred from In with jsonschema-go's For:
+// In is a struct; its fields' JSON names are the properties; fields without
+// omitempty or omitzero are required; a `jsonschema:"..."` tag is the
+// property's description; unknown properties are refused. A call's
+// arguments are validated against that schema and then decoded into In;
+// when either fails, fn does not run and the result is an error naming the
+// field and the rule broken, followed by the schema, so the model can
+// correct itself.
+//
+// fn's error becomes an error result carrying its message; a panic in fn
+// becomes an error result carrying the panic value. Out is the result's
+// content: a string verbatim, anything else as JSON. Content is valid UTF-8
+// and cut to opts.MaxResult.
+func NewFunc[In, Out any](name, description string, fn func(context.Context, In) (Out, error), opts *FuncOptions[In]) (*FuncTool[In, Out], error) {
+	if err := ValidateName(name); err != nil {
+		return nil, err
+	}
+	if fn == nil {
+		return nil, fmt.Errorf("tool %s: nil function", name)
+	}
+	if opts == nil {
+		opts = &FuncOptions[In]{}
+	}
+	schema := opts.Schema
+	if schema == nil {
+		var err error
+		schema, err = jsonschema.For[In](nil)
+		if err != nil {
+			return nil, fmt.Errorf("tool %s: inferring the arguments' schema: %w", name, err)
+		}
+	}
+	if schema.Type != "object" {
+		return nil, fmt.Errorf("tool %s: arguments must be a JSON object, so In must be a struct (or a map with string keys); its schema has type %q", name, schemaType(schema))
+	}
+	resolved, err := schema.Resolve(nil)
+	if err != nil {
+		return nil, fmt.Errorf("tool %s: resolving the arguments' schema: %w", name, err)
+	}
+	raw, err := json.Marshal(schema)
+	if err != nil {
+		return nil, fmt.Errorf("tool %s: encoding the arguments' schema: %w", name, err)
+	}
+	max := opts.MaxResult
+	if max == 0 {
+		max = DefaultMaxResult
+	}
+	return &FuncTool[In, Out]{
+		spec: llm.ToolSpec{
+			Name:          name,
+			Description:   description,
+			Schema:        raw,
+			NeedsApproval: opts.NeedsApproval,
+			Effect:        opts.Effect,
+		},
+		resolved: resolved,
+		fn:       fn,
+		approval: opts.ApprovalFor,
+		max:      max,
+	}, nil
+}
+
+func schemaType(s *jsonschema.Schema) string {
+	if s.Type != "" {
+		return s.Type
+	}
+	return strings.Join(s.Types, "|")
+}
+
+// Spec returns the tool's spec. Its Schema is shared: do not modify it.
+func (t *FuncTool[In, Out]) Spec() llm.ToolSpec { return t.spec }
+
+// NeedsApproval implements [Approvable]: FuncOptions.ApprovalFor decides
+// for valid arguments when set; otherwise the spec does.
+func (t *FuncTool[In, Out]) NeedsApproval(args json.RawMessage) bool {
+	if t.approval == nil {
+		return t.spec.NeedsApproval
+	}
+	in, msg := t.decode(args)
+	if msg != "" {
+		return false
+	}
+	return t.approval(in)
+}
+
+// Call validates args, runs the function and returns its result. The Go
+// error is always nil: every failure is an error result.
+func (t *FuncTool[In, Out]) Call(ctx context.Context, args json.RawMessage) (res llm.ToolResult, err error) {
+	in, msg := t.decode(args)
+	if msg != "" {
+		return ErrorResult(msg), nil
+	}
+	if err := ctx.Err(); err != nil {
+		return ErrorResult(fmt.Sprintf("%s was not run: %v", t.spec.Name, context.Cause(ctx))), nil
+	}
+	out, ferr, panicked := t.run(ctx, in)
+	if panicked != nil {
+		return panicResult(t.spec.Name, panicked.v), nil
+	}
+	if ferr != nil {
+		return ErrorResult(Truncate(ferr.Error(), t.max)), nil
+	}
+	var content string
+	switch v := any(out).(type) {
+	case string:
+		content = v
+	default:
+		b, err := json.Marshal(out)
+		if err != nil {
+			return ErrorResult(fmt.Sprintf("%s ran, but its result could not be encoded as JSON: %v", t.spec.Name, err)), nil
+		}
+		content = string(b)
+	}
+	return TextResult(Truncate(content, t.max)), nil
+}
+
+type panicValue struct{ v any }
+
+func (t *FuncTool[In, Out]) run(ctx context.Context, in In) (out Out, err error, p *panicValue) {
+	defer func() {
+		if v := recover(); v != nil {
+			p = &panicValue{v}
+		}
+	}()
+	out, err = t.fn(ctx, in)
+	return out, err, nil
+}
+
+// decode validates args and decodes them into an In, or returns a message
+// for the model saying what is wrong.
+func (t *FuncTool[In, Out]) decode(args json.RawMessage) (In, string) {
+	var in In
+	if len(bytes.TrimSpace(args)) == 0 {
+		args = json.RawMessage("{}")
+	}
+	var v any
+	if err := json.Unmarshal(args, &v); err != nil {
+		return in, t.invalid(fmt.Sprintf("the arguments are not valid JSON (%v)", err))
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return in, t.invalid(fmt.Sprintf("the arguments must be a JSON object, not %s", kind(v)))
+	}
+	if msg := t.checkFields(obj); msg != "" {
+		return in, t.invalid(msg)
+	}
+	if err := t.resolved.Validate(v); err != nil {
+		return in, t.invalid(describeValidation(err))
+	}
+	dec := json.NewDecoder(bytes.NewReader(args))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&in); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return in, t.invalid(fmt.Sprintf("at %s: value of type %s does not fit %s", te.Field, te.Value, te.Type))
+		}
+		return in, t.invalid(err.Error())
+	}
+	return in, ""
+}
+
+// checkFields reports unknown and missing top-level fields together, which
+// the validator would report one at a time: a misspelt field is both.
+func (t *FuncTool[In, Out]) checkFields(obj map[string]any) string {
+	s := t.resolved.Schema()
+	var unknown, missing []string
+	if isFalse(s.AdditionalProperties) {
+		for k := range obj {
+			if _, ok := s.Properties[k]; !ok {
+				unknown = append(unknown, strconv.Quote(k))
+			}
+		}
+	}
+	for _, r := range s.Required {
+		if _, ok := obj[r]; !ok {
+			missing = append(missing, strconv.Quote(r))
+		}
+	}
+	if len(unknown) == 0 && len(missing) == 0 {
+		return ""
+	}
+	slices.Sort(unknown)
+	var parts []string
+	if len(unknown) > 0 {
+		known := slices.Sorted(maps.Keys(s.Properties))
+		parts = append(parts, fmt.Sprintf("unknown field %s (the fields are: %s)", strings.Join(unknown, ", "), strings.Join(known, ", ")))
+	}
+	if len(missing) > 0 {
+		parts = append(parts, fmt.Sprintf("missing required field %s", strings.Join(missing, ", ")))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// isFalse reports whether s is the schema false (which jsonschema-go
+// writes as {"not": {}}).
+func isFalse(s *jsonschema.Schema) bool {
+	if s == nil || s.Not == nil {
+		return false
+	}
+	b, err := json.Marshal(s)
+	return err == nil && string(b) == "false"
+}
+
+func (t *FuncTool[In, Out]) invalid(what string) string {
+	schema := string(t.spec.Schema)
+	if len(schema) > 4000 {
+		schema = schema[:4000] + "..."
+	}
+	return fmt.Sprintf("Invalid arguments for %s: %s. The tool was not run. Call it again with arguments matching this JSON Schema: %s", t.spec.Name, what, schema)
+}
+
+// describeValidation turns jsonschema-go's "validating root: validating
+// /properties/a/items/properties/b: type: ..." into "at a[].b: type: ...".
+func describeValidation(err error) string {
+	msg := err.Error()
+	at := ""
+	for strings.HasPrefix(msg, "validating ") {
+		rest := msg[len("validating "):]
+		i := strings.Index(rest, ": ")
+		if i < 0 {
+			break
+		}
+		at, msg = rest[:i], rest[i+2:]
+	}
+	field := fieldPath(at)
+	if field == "" {
+		return msg
+	}
+	return "at " + field + ": " + msg
+}
+
+// fieldPath turns a schema pointer into a readable path to the field:
+// /properties/a/items/properties/b becomes a[].b; the root is "".
+func fieldPath(ptr string) string {
+	if ptr == "" || ptr == "root" || !strings.HasPrefix(ptr, "/") {
+		return ""
+	}
+	segs := strings.Split(ptr[1:], "/")
+	var b strings.Builder
+	for i := 0; i < len(segs); i++ {
+		switch segs[i] {
+		case "properties":
+			if i+1 < len(segs) {
+				if b.Len() > 0 {
+					b.WriteByte('.')
+				}
+				b.WriteString(strings.ReplaceAll(strings.ReplaceAll(segs[i+1], "~1", "/"), "~0", "~"))
+				i++
+			}
+		case "items", "prefixItems":
+			b.WriteString("[]")
+		case "additionalProperties":
+			b.WriteString(".*")
+		}
+	}
+	return b.String()
+}
+
+func kind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case float64:
+		return "a number"
+	case string:
+		return "a string"
+	case []any:
+		return "an array"
+	}
+	return "an object"
+}
