@@ -158,7 +158,9 @@ func PrepareAppend(runID string, expectedSeq int64, recs []Record, now time.Time
 		}
 		r.Time = r.Time.Round(0).UTC()
 		r.Seq = seq
-		if r.Data != nil {
+		if len(r.Data) == 0 {
+			r.Data = nil
+		} else {
 			r.Data = bytes.Clone(r.Data)
 		}
 		out[i] = r
