@@ -52,7 +52,7 @@ func TestAllowedSetPerToolChoice(t *testing.T) {
 // model call.
 func TestUnsatisfiableToolChoiceFailsBeforeAnyCall(t *testing.T) {
 	cases := map[string]run.Config{
-		"required without tools":      {Prompt: prompt("x"), ToolChoice: llm.ToolChoice{Mode: llm.ToolRequired}},
+		"required without tools":       {Prompt: prompt("x"), ToolChoice: llm.ToolChoice{Mode: llm.ToolRequired}},
 		"specific naming unadvertised": {Prompt: prompt("x"), Tools: []llm.ToolSpec{add}, ToolChoice: llm.ChooseTools("search")},
 		"specific naming none":         {Prompt: prompt("x"), Tools: []llm.ToolSpec{add}, ToolChoice: llm.ToolChoice{Mode: llm.ToolSpecific}},
 		"unknown mode":                 {Prompt: prompt("x"), ToolChoice: llm.ToolChoice{Mode: "sometimes"}},
