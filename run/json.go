@@ -135,7 +135,7 @@ func (r *Run) UnmarshalJSON(data []byte) error {
 	var head struct {
 		Format *int `json:"format"`
 	}
-	if err := json.Unmarshal(data, &head); err != nil {
+	if err := json.NewDecoder(bytes.NewReader(data)).Decode(&head); err != nil {
 		return &SnapshotError{Reason: fmt.Sprintf("not a run snapshot: %v", err)}
 	}
 	if head.Format == nil {
