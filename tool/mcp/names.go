@@ -92,25 +92,23 @@ func exposedNames(keys []toolKey) map[toolKey]string {
 	// exact a (longer) hash; exact names only collide with each other when
 	// two servers' names run together (server "a" tool "b_c", server "a_b"
 	// tool "c"), and then they are hashed too. A 128-bit hash ends it.
-	for round := 0; ; round++ {
-		byName := make(map[string][]toolKey, len(keys))
+	for {
+		count := make(map[string]int, len(keys))
+		exacts := make(map[string]int, len(keys))
 		for _, k := range keys {
-			byName[cands[k].name] = append(byName[cands[k].name], k)
+			c := cands[k]
+			count[c.name]++
+			if c.exact && c.n == 0 {
+				exacts[c.name]++
+			}
 		}
 		changed := false
 		for _, k := range keys {
 			c := cands[k]
-			group := byName[c.name]
-			if len(group) < 2 {
+			if count[c.name] < 2 {
 				continue
 			}
-			exacts := 0
-			for _, o := range group {
-				if cands[o].exact && cands[o].n == 0 {
-					exacts++
-				}
-			}
-			if c.exact && c.n == 0 && exacts == 1 {
+			if c.exact && c.n == 0 && exacts[c.name] == 1 {
 				continue // the one untouched name keeps it
 			}
 			switch {
