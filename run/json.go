@@ -76,7 +76,7 @@ func (r *Run) MarshalJSON() ([]byte, error) {
 		Final:    r.final && r.state == stateAwaitingModel,
 		Pending:  r.Pending(),
 	}
-	if r.wrap {
+	if r.wrap && r.state == statePreparing {
 		s.WrapUp = &wrapJSON{Reason: r.wrapReason}
 	}
 	switch r.state {

@@ -49,7 +49,7 @@ var inputNames = [...]string{
 // event is one input with its arguments.
 type event struct {
 	in        input
-	resp      *llm.Response
+	resp      llm.Response
 	res       Resolution
 	decisions []Decision
 	results   []llm.ToolResult
@@ -90,7 +90,7 @@ func (r *Run) step(ev *event) (Step, error) {
 	case stateAwaitingModel:
 		switch ev.in {
 		case inModelResponse:
-			to, err = r.acceptAnswer(ev.resp)
+			to, err = r.acceptAnswer(&ev.resp)
 		default:
 			miss = true
 		}
@@ -175,7 +175,7 @@ func (r *Run) Next() (Step, error) {
 // nothing is recorded: call the model again, or give up on the run.
 // The run keeps resp.Raw and copies resp.Message.Parts.
 func (r *Run) ModelResponse(resp llm.Response) error {
-	_, err := r.step(&event{in: inModelResponse, resp: &resp})
+	_, err := r.step(&event{in: inModelResponse, resp: resp})
 	return err
 }
 

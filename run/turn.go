@@ -1,9 +1,11 @@
 package run
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/loomkit/loom/llm"
 )
@@ -174,7 +176,7 @@ func (r *Run) settle() state {
 			t.pre[i] = &llm.ToolResult{CallID: c.ID, Name: c.Name, Content: NotExecuted, IsError: true}
 			continue
 		}
-		if err := c.ArgumentsError(); err != nil || c.Malformed {
+		if err := argumentsError(c); err != nil || c.Malformed {
 			t.pre[i] = &llm.ToolResult{CallID: c.ID, Name: c.Name, Content: malformedText(err), IsError: true}
 		}
 	}
@@ -191,6 +193,16 @@ func (r *Run) settle() state {
 		return stateApproving
 	}
 	return stateAdvance
+}
+
+// argumentsError is c.ArgumentsError with a fast path, free of
+// allocations, for the common case of one well-formed object.
+func argumentsError(c llm.ToolCall) error {
+	s := strings.TrimSpace(c.Arguments)
+	if s == "" || (s[0] == '{' && json.Valid([]byte(s))) {
+		return nil
+	}
+	return c.ArgumentsError()
 }
 
 func malformedText(err error) string {
