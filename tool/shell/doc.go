@@ -1,0 +1,42 @@
+// Package shell provides the bash tool of the coding toolset: it runs a
+// command with bash -c in the workspace, under a [Policy] that lets
+// read-only commands run without approval, asks about everything else, and
+// refuses destructive commands even when everything is approved.
+//
+// # The tool
+//
+// bash {command, timeout_ms?} (see [New] and [Args]) runs the command with:
+//   - standard input from /dev/null: a command waiting for input gets
+//     end-of-file at once;
+//   - standard output and error merged in one pipe, in the order written;
+//     the result keeps the first and last [Config].MaxOutput bytes with a
+//     line saying how much was cut, and memory stays bounded whatever the
+//     command prints; a command printing more than KillOutput is killed;
+//   - a time limit (default 2 minutes, at most 10);
+//   - its own process group, killed with SIGKILL when bash ends, times out
+//     or the call's context is done, so background jobs (nohup sleep &) do
+//     not outlive the call; on Linux, processes that left the group (setsid,
+//     double-forked daemons) are found by a variable in their environment,
+//     LOOM_SHELL_CALL, and killed too;
+//   - an environment without credentials (see [ScrubEnv]: *_API_KEY,
+//     *_TOKEN, *_SECRET, *_PASSWORD, AWS_*, SSH_AUTH_SOCK, URLs with
+//     passwords, ...), with GIT_TERMINAL_PROMPT=0 and PAGER=cat.
+//
+// The result is the output followed by "[exit code N]"; a non-zero exit, a
+// timeout or a kill makes it an error result, which the model reads and can
+// act on.
+//
+// # What this is not
+//
+// The policy is a guard, not a sandbox. It reads the command's text; it
+// cannot know what a script, a Makefile, a test or a program built at run
+// time will do, so those are Ask, and a driver that approves every Ask runs
+// them with the user's full rights: reading ~/.ssh, deleting files outside
+// the workspace, reaching the network. Confining a command needs an
+// operating-system sandbox (a container, bubblewrap, Landlock, seatbelt),
+// which loom does not provide. A process that both leaves the process
+// group and rewrites its environment can outlive the call; only a PID
+// namespace or a cgroup would catch it.
+//
+// [Tool] is safe for concurrent use: each call runs its own bash.
+package shell
