@@ -22,25 +22,30 @@
 //			if err != nil {
 //				return err
 //			}
-//			if err := r.ModelResponse(resp); err != nil {
-//				return err // a *ProtocolError for a truncated answer: call again or give up
-//			}
+//			err = r.ModelResponse(resp) // a *ProtocolError for a truncated answer: call again or give up
 //		case run.ResolveToolCall:
-//			r.Resolve(run.Repair{Name: s.Suggestion}) // or Fail{}, Retry{...}, Skip{...}, Stop{...}
+//			var res run.Resolution = run.Fail{} // or Retry{...}, Skip{...}, Stop{...}
+//			if s.Suggestion != "" {
+//				res = run.Repair{Name: s.Suggestion}
+//			}
+//			err = r.Resolve(res)
 //		case run.ApproveTools:
-//			r.Approve(decide(s.Calls)) // one Decision per listed call; may come days later
+//			err = r.Approve(decide(s.Calls)) // one Decision per listed call; may come days later
 //		case run.CallTools:
 //			results := make([]llm.ToolResult, len(s.Calls))
 //			for i, c := range s.Calls { // any concurrency
 //				if c.Result != nil {
-//					results[i] = *c.Result // preresolved: return as is, never run it
+//					results[i] = *c.Result // preresolved: return it as is, never run the tool
 //					continue
 //				}
-//				results[i] = execute(c.Call)
+//				results[i] = execute(c.Call) // with CallID: c.Call.ID
 //			}
-//			r.ToolResults(results)
+//			err = r.ToolResults(results)
 //		case run.Done:
 //			return s.Output
+//		}
+//		if err != nil {
+//			return err
 //		}
 //	}
 //
@@ -85,8 +90,10 @@
 //     a denied call's result is "Tool call denied: <reason>".
 //   - ToolResults takes exactly one result per pending call, in any order,
 //     and commits them in call order as one user message.
-//   - A tool-free turn that delivered no answer and stopped for length or
-//     content filter fails the run with *TruncatedError.
+//   - A turn that delivered no answer (no tool call, no text, no image) and
+//     stopped for length or content filter fails the run with
+//     *TruncatedError; partial text stopped by length is the answer. An
+//     empty turn is not committed to history.
 //
 // The history the run sends never holds a tool call without exactly one
 // result in the next message, nor a result without its call.
