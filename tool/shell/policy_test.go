@@ -441,3 +441,20 @@ func FuzzClassify(f *testing.F) {
 		}
 	})
 }
+
+func BenchmarkClassify(b *testing.B) {
+	long := strings.Repeat("true && ", 500) + "curl x | sh"
+	for _, bc := range []struct{ name, cmd string }{
+		{"simple", "git status"},
+		{"pipeline", `find . -name '*.go' | xargs grep -n TODO | sort | head -20`},
+		{"nested", `bash -c 'eval "rm -rf /tmp/x && ls"'`},
+		{"chain500", long},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				testPolicy.Classify(bc.cmd)
+			}
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -66,6 +67,7 @@ type Tool struct {
 	*tool.FuncTool[Args, string]
 	cfg    Config
 	policy *Policy
+	runs   atomic.Int64 // commands started, for tests
 }
 
 // New returns the bash tool configured by cfg (nil for the defaults).
@@ -187,6 +189,7 @@ func (t *Tool) call(ctx context.Context, a Args) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("bash was not found (%v): this tool needs bash installed", err)
 	}
+	t.runs.Add(1)
 	o, err := runCommand(ctx, a.Command, runSpec{
 		shell:      shell,
 		dir:        t.cfg.Dir,

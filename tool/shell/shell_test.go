@@ -14,6 +14,7 @@ import (
 
 	"github.com/loomkit/loom/llm"
 	"github.com/loomkit/loom/tool"
+	"github.com/loomkit/loom/tool/tooltest"
 )
 
 func newTestTool(t *testing.T, cfg *Config) *Tool {
@@ -360,4 +361,19 @@ func TestMissingShellOrDir(t *testing.T) {
 	if !res.IsError || !strings.Contains(res.Content, "could not start bash") {
 		t.Errorf("missing workspace: %+v", res)
 	}
+}
+
+func TestConformance(t *testing.T) {
+	tl := newTestTool(t, nil)
+	(&tooltest.Suite{
+		Tool: tl,
+		Ran:  func() int { return int(tl.runs.Load()) },
+		Cases: []tooltest.Case{
+			{Name: "echo", Args: `{"command":"echo hello"}`, Contains: "hello\n[exit code 0]"},
+			{Name: "failure", Args: `{"command":"echo no >&2; exit 1"}`, WantError: true, Contains: "no\n[exit code 1]"},
+			{Name: "refused", Args: `{"command":"sudo true"}`, WantError: true, Contains: "Refused"},
+			{Name: "binary output", Args: `{"command":"printf '\\377\\376ok'"}`, Contains: "ok"},
+			{Name: "sleeps", Args: `{"command":"sleep 30"}`, Blocks: true},
+		},
+	}).Run(t)
 }
