@@ -293,6 +293,9 @@ func (r *Run) restorePending(pend []PendingCall) error {
 		if p.Result != nil && p.Result.CallID != p.Call.ID {
 			return fmt.Errorf("the preresolved result of pending call %d answers another call", i)
 		}
+		if p.Result == nil && !r.rules.allowed[p.Call.Name] {
+			return fmt.Errorf("pending call %d names %q, which is not allowed, and has no result", i, p.Call.Name)
+		}
 		if p.Result == nil && !sameJSON(p.Spec, r.spec(p.Call.Name)) {
 			return fmt.Errorf("pending call %d names no advertised tool, or another spec", i)
 		}

@@ -418,3 +418,48 @@ func TestEmptyToolResultsFailTheRun(t *testing.T) {
 	}
 	failedWith(t, r, run.ErrStopped)
 }
+
+// ADVERSARIAL 37: five parallel calls whose results come back out of order,
+// some failed, give exactly five results in one message, in call order,
+// before any note.
+func TestFiveParallelResults(t *testing.T) {
+	r := run.New(run.Config{Prompt: prompt("x"), Tools: []llm.ToolSpec{add}, MaxTurns: run.Turns(2)})
+	s := runtest.New(t, r)
+	s.CallModel()
+	calls := make([]llm.ToolCall, 5)
+	for i := range calls {
+		calls[i] = runtest.Call("", "add", `{}`)
+	}
+	s.ReplyCalls(calls...)
+	ct := s.CallTools()
+	outcomes := []llm.ToolResult{
+		{Content: "ok"}, {Content: "ok"}, {Content: "error: boom", IsError: true},
+		{Content: "panic: nil map", IsError: true}, {Content: "timed out after 30s", IsError: true},
+	}
+	var rs []llm.ToolResult
+	for _, i := range []int{4, 2, 0, 3, 1} {
+		o := outcomes[i]
+		o.CallID = ct.Calls[i].Call.ID
+		rs = append(rs, o)
+	}
+	if err := r.ToolResults(rs, "Two tools failed."); err != nil {
+		t.Fatal(err)
+	}
+	msgs := s.CallModel().Request.Messages
+	last := msgs[len(msgs)-1]
+	got := last.ToolResults()
+	if len(got) != 5 || len(last.Parts) != 6 {
+		t.Fatalf("results message = %+v", last)
+	}
+	for i, res := range got {
+		if res.CallID != ct.Calls[i].Call.ID || res.Content != outcomes[i].Content || res.IsError != outcomes[i].IsError {
+			t.Fatalf("result %d = %+v", i, res)
+		}
+		if _, isResult := last.Parts[i].(llm.ToolResult); !isResult {
+			t.Fatalf("part %d is not a result", i)
+		}
+	}
+	if err := llm.CheckHistory(msgs); err != nil {
+		t.Fatal(err)
+	}
+}
