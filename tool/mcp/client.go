@@ -195,7 +195,7 @@ func (c *Client) Changed() <-chan struct{} { return c.changed }
 // went away, and reports through [Client.Changed] when the set differs.
 // Drivers need not call it: notifications of the server trigger the same.
 func (c *Client) Refresh(ctx context.Context) error {
-	sess, err := c.session(ctx)
+	sess, _, err := c.session(ctx)
 	if err != nil {
 		return err
 	}
@@ -236,34 +236,35 @@ func (c *Client) Close() error {
 	return nil
 }
 
-// session returns the live session, connecting again if there is none.
-func (c *Client) session(ctx context.Context) (*sdk.ClientSession, error) {
+// session returns the live session and, for a stdio server, its process,
+// connecting again if there is none.
+func (c *Client) session(ctx context.Context) (*sdk.ClientSession, *process, error) {
 	c.mu.Lock()
-	sess, closed := c.sess, c.closed
+	sess, proc, closed := c.sess, c.proc, c.closed
 	c.mu.Unlock()
 	if closed {
-		return nil, ErrClosed
+		return nil, nil, ErrClosed
 	}
 	if sess != nil {
-		return sess, nil
+		return sess, proc, nil
 	}
 	c.connMu.Lock()
 	defer c.connMu.Unlock()
 	c.mu.Lock()
-	sess = c.sess
+	sess, proc = c.sess, c.proc
 	c.mu.Unlock()
 	if sess != nil {
-		return sess, nil
+		return sess, proc, nil
 	}
 	if err := c.connect(ctx); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.sess == nil {
-		return nil, c.gone
+		return nil, nil, c.gone
 	}
-	return c.sess, nil
+	return c.sess, c.proc, nil
 }
 
 // connect opens a session, lists the tools and installs both.
@@ -413,7 +414,7 @@ func (c *Client) describeEnd(proc *process, cause error) error {
 }
 
 // ErrServerGone is wrapped by the reason a session ended unexpectedly.
-var ErrServerGone = errors.New("the MCP server went away")
+var ErrServerGone = errors.New("MCP server gone")
 
 // refresher lists the tools again after each list-changed notice.
 func (c *Client) refresher() {

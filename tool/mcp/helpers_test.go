@@ -71,7 +71,7 @@ func echoTool(name string) *fnTool {
 // stdioServerTools are the tools of the stdio test server. The
 // environment tells them where to leave traces:
 //
-//	LOOM_MCP_TEST_MARK   a file "sleep" writes "cancelled" to when its call is cancelled
+//	LOOM_MCP_TEST_MARK   a file "sleep" writes "started" to, then "cancelled" when its call is cancelled
 //	LOOM_MCP_TEST_REFUSE a file whose existence makes the server exit at start
 //	LOOM_MCP_TEST_CHILD  a file the server writes the pid of a child it starts to
 func stdioServerTools(srv **Server) []tool.Tool {
@@ -81,6 +81,9 @@ func stdioServerTools(srv **Server) []tool.Tool {
 			return llm.ToolResult{Content: fmt.Sprint(os.Getpid())}, nil
 		}),
 		newTool("sleep", llm.EffectReadOnly, func(ctx context.Context, _ json.RawMessage) (llm.ToolResult, error) {
+			if mark := os.Getenv("LOOM_MCP_TEST_MARK"); mark != "" {
+				os.WriteFile(mark, []byte("started"), 0o644)
+			}
 			select {
 			case <-ctx.Done():
 				if mark := os.Getenv("LOOM_MCP_TEST_MARK"); mark != "" {

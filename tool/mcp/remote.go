@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -93,43 +94,72 @@ func (t *remoteTool) Call(ctx context.Context, args json.RawMessage) (llm.ToolRe
 	if err := ctx.Err(); err != nil {
 		return errorResult("%s was not called: %v.", t.spec.Name, context.Cause(ctx)), nil
 	}
-	sess, err := c.session(ctx)
-	if err != nil {
-		switch {
-		case errors.Is(err, ErrClosed):
-			return errorResult("%s was not called: the connection to MCP server %q is closed.", t.spec.Name, c.cfg.Name), nil
-		case ctx.Err() != nil:
-			return errorResult("%s was not called: %v while connecting to MCP server %q.", t.spec.Name, context.Cause(ctx), c.cfg.Name), nil
-		}
-		return errorResult("%s was not called: MCP server %q is gone and could not be started again: %v. Its tools cannot be used until the server is fixed.", t.spec.Name, c.cfg.Name, err), nil
+	res, err := t.callOnce(ctx, args)
+	if err != nil && ctx.Err() == nil && errors.Is(err, sdk.ErrSessionMissing) {
+		// The HTTP server does not know the session (it restarted, or
+		// expired it) and refused the request without running it, so it is
+		// safe to send again on a new session.
+		res, err = t.callOnce(ctx, args)
 	}
-	res, err := sess.CallTool(ctx, &sdk.CallToolParams{Name: t.remote, Arguments: args})
+	var gone *goneError
 	switch {
 	case err == nil:
 		return toResult(res, c.opts.MaxResultBytes), nil
+	case errors.Is(err, ErrClosed):
+		return errorResult("%s was not called: the connection to MCP server %q is closed.", t.spec.Name, c.cfg.Name), nil
+	case ctx.Err() != nil && errors.As(err, &gone):
+		return errorResult("%s was not called: %v while connecting to MCP server %q.", t.spec.Name, context.Cause(ctx), c.cfg.Name), nil
+	case errors.As(err, &gone):
+		return errorResult("%s was not called: MCP server %q is gone and could not be started again: %v. Its tools cannot be used until the server is fixed.", t.spec.Name, c.cfg.Name, gone.err), nil
 	case ctx.Err() != nil:
 		return errorResult("The call of %s was cancelled (%v); MCP server %q was told to stop it, and it may have had an effect already.", t.spec.Name, context.Cause(ctx), c.cfg.Name), nil
 	}
 	var rpcErr *jsonrpc.Error
-	if errors.As(err, &rpcErr) {
+	if errors.As(err, &rpcErr) && rpcErr.Code != codeRejectedByTransport {
 		// The server answered: the session is fine, the call is not.
 		return errorResult("%s failed: %s", t.spec.Name, rpcErr.Message), nil
 	}
-	// The transport failed: the server died or cannot be reached.
-	c.mu.Lock()
-	proc := c.proc
-	if c.sess != sess {
-		proc = nil
+	// The transport failed: the server died or cannot be reached. The
+	// session was dropped; the next call starts a new one.
+	return errorResult("The call of %s did not complete: MCP server %q went away during the call (%v). It may or may not have had an effect. The next call of one of its tools starts a new connection.", t.spec.Name, c.cfg.Name, err), nil
+}
+
+// codeRejectedByTransport is the JSON-RPC code the go-sdk gives a request
+// its transport could not deliver (an HTTP server that cannot be reached).
+const codeRejectedByTransport = -32005
+
+// goneError reports that no session could be had.
+type goneError struct{ err error }
+
+func (e *goneError) Error() string { return e.err.Error() }
+func (e *goneError) Unwrap() error { return e.err }
+
+// callOnce calls the tool on the current session, connecting first if
+// there is none. When the transport fails, the session is dropped and the
+// error says why it ended.
+func (t *remoteTool) callOnce(ctx context.Context, args json.RawMessage) (*sdk.CallToolResult, error) {
+	c := t.client
+	sess, proc, err := c.session(ctx)
+	if err != nil {
+		if errors.Is(err, ErrClosed) {
+			return nil, err
+		}
+		return nil, &goneError{err}
 	}
-	c.mu.Unlock()
+	res, err := sess.CallTool(ctx, &sdk.CallToolParams{Name: t.remote, Arguments: args})
+	if err == nil || ctx.Err() != nil {
+		return res, err
+	}
+	var rpcErr *jsonrpc.Error
+	if errors.As(err, &rpcErr) && rpcErr.Code != codeRejectedByTransport {
+		return nil, err
+	}
 	c.dropSession(sess, proc, err)
-	c.mu.Lock()
-	why := c.gone
-	c.mu.Unlock()
-	if why == nil || errors.Is(why, ErrClosed) {
-		why = err
+	if proc != nil {
+		// How the process ended says more than the broken pipe.
+		return nil, fmt.Errorf("%w: %s", ErrServerGone, proc.describe(500*time.Millisecond))
 	}
-	return errorResult("The call of %s did not complete: MCP server %q went away during the call (%v). It may or may not have had an effect. The next call of one of its tools starts a new connection.", t.spec.Name, c.cfg.Name, why), nil
+	return nil, err // the transport's own error (which may be ErrSessionMissing)
 }
 
 func errorResult(format string, args ...any) llm.ToolResult {
