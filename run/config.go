@@ -30,6 +30,8 @@ type Config struct {
 	Tools []llm.ToolSpec `json:"tools,omitempty"`
 	// ToolChoice applies to every turn but a final (tool-free) one. A
 	// choice the tools cannot satisfy is a *ConfigError before any call.
+	// Under required or specific every turn must call a tool, so such a
+	// run ends only through GracefulLastTurn, WrapUp or the turn budget.
 	ToolChoice llm.ToolChoice `json:"tool_choice,omitzero"`
 	// MaxTurns is the exact number of model calls the run may make: the
 	// first call, every continuation after tools and every re-prompt. Nil

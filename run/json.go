@@ -60,7 +60,9 @@ type failureJSON struct {
 // MarshalJSON encodes everything needed to continue the run at its state:
 // config, messages, budgets spent, usage and call records, and the pending
 // answer, calls, approval or failure. The config's Input is written once.
-func (r *Run) MarshalJSON() ([]byte, error) {
+// It has a value receiver so that encoding a Run value, not only a *Run,
+// writes the snapshot.
+func (r Run) MarshalJSON() ([]byte, error) {
 	if r.hist == nil && r.state == statePreparing && r.ids == nil {
 		return nil, errors.New("run: cannot encode a zero Run; start one with New")
 	}

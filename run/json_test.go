@@ -302,3 +302,13 @@ func TestResolutionJSON(t *testing.T) {
 		t.Error("nil resolution encoded")
 	}
 }
+
+// Encoding a Run value writes the same snapshot as encoding the pointer.
+func TestMarshalValueAndPointerAgree(t *testing.T) {
+	r := runIn(t, run.StateExecutingTools)
+	a, err1 := json.Marshal(r)
+	b, err2 := json.Marshal(*r)
+	if err1 != nil || err2 != nil || string(a) != string(b) || !strings.HasPrefix(string(a), `{"format":1,`) {
+		t.Fatalf("pointer %s (%v)\nvalue   %s (%v)", a, err1, b, err2)
+	}
+}
