@@ -264,7 +264,7 @@ func fuzzResults(src *bytesource, calls []run.PendingCall) []llm.ToolResult {
 // panic, and a document it accepts must encode back to an equivalent
 // snapshot and drive on without breaking the history invariant.
 func FuzzSnapshot(f *testing.F) {
-	for _, r := range goldenRuns(&testing.T{}) {
+	for _, r := range goldenRuns(f) {
 		b, err := json.Marshal(r)
 		if err != nil {
 			f.Fatal(err)

@@ -18,7 +18,7 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // goldenRuns builds one run per state to pin, deterministically.
-func goldenRuns(t *testing.T) map[string]*run.Run {
+func goldenRuns(t testing.TB) map[string]*run.Run {
 	temp := 0.5
 	cfg := func() run.Config {
 		return run.Config{
