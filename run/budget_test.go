@@ -69,7 +69,7 @@ func TestGracefulLastTurnEndsWithText(t *testing.T) {
 		ct := s.CallTools()
 		s.Results(runtest.Result(ct.Calls[0].Call.ID, "1"))
 	}
-	cm := s.Expect("CallModel turn=3 messages=6 tools=[] choice=none final").(run.CallModel)
+	cm := s.Expect("CallModel turn=3 messages=6 tools=[add] choice=none final").(run.CallModel)
 	if last := cm.Request.Messages[len(cm.Request.Messages)-1]; last.Text() != run.LastTurnNote {
 		t.Fatalf("last message = %+v, want the last-turn note", last)
 	}
@@ -86,7 +86,7 @@ func TestGracefulLastTurnEndsWithText(t *testing.T) {
 
 func TestGracefulLastTurnWithOneTurnSendsNoNote(t *testing.T) {
 	s := runtest.New(t, run.New(run.Config{Prompt: prompt("x"), Tools: []llm.ToolSpec{add}, GracefulLastTurn: true}))
-	s.Expect("CallModel turn=1 messages=1 tools=[] choice=none final")
+	s.Expect("CallModel turn=1 messages=1 tools=[add] choice=none final")
 	s.ReplyText("hi")
 	s.Expect(`Done "hi"`)
 }
@@ -145,7 +145,7 @@ func TestWrapUpSendsAToolFreeFinalCall(t *testing.T) {
 	if err := r.WrapUp("Budget spent: answer now."); err != nil { // setting twice replaces
 		t.Fatal(err)
 	}
-	cm := s.Expect("CallModel turn=2 messages=4 tools=[] choice=none final").(run.CallModel)
+	cm := s.Expect("CallModel turn=2 messages=4 tools=[add] choice=none final").(run.CallModel)
 	if got := cm.Request.Messages[3].Text(); got != "Budget spent: answer now." || cm.Request.Messages[3].Role != llm.RoleUser {
 		t.Fatalf("note = %q", got)
 	}
@@ -161,7 +161,7 @@ func TestWrapUpWithoutReasonAddsNoMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := runtest.New(t, r)
-	s.Expect("CallModel turn=1 messages=1 tools=[] choice=none final")
+	s.Expect("CallModel turn=1 messages=1 tools=[add] choice=none final")
 }
 
 func TestWrapUpOutsidePreparingIsAProtocolError(t *testing.T) {

@@ -40,9 +40,10 @@ type Config struct {
 	// MaxInvalidRetries is how many Retry resolutions of invalid tool
 	// calls the whole run accepts (0: none).
 	MaxInvalidRetries int `json:"max_invalid_retries,omitempty"`
-	// GracefulLastTurn makes the last allowed model call tool-free (tools
-	// removed, tool choice none) so that its text ends the run instead of
-	// the run failing with *MaxTurnsError.
+	// GracefulLastTurn makes the last allowed model call tool-free (tool
+	// choice none; the tools stay declared because some providers refuse a
+	// history with tool calls otherwise, and a call made anyway is dropped)
+	// so that its text ends the run instead of failing with *MaxTurnsError.
 	GracefulLastTurn bool `json:"graceful_last_turn,omitempty"`
 
 	// Sampling, passed through to every request; see llm.Request.

@@ -198,7 +198,10 @@ func (r *Run) callModel() CallModel {
 		Schema:      c.Schema,
 	}
 	if r.final {
-		req.Tools = nil
+		// The tools stay advertised: a history holding tool calls is
+		// refused by some providers (Anthropic) when no tools are
+		// declared. Tool choice none forbids new calls, and any call the
+		// model makes anyway is dropped by ModelResponse.
 		req.ToolChoice = llm.ToolChoice{Mode: llm.ToolNone}
 	}
 	return CallModel{Turn: r.turn, Request: req, Final: r.final}

@@ -156,12 +156,12 @@ func TestRetryTurnOfAFinalTurnStaysFinal(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := runtest.New(t, r)
-	s.Expect("CallModel turn=1 messages=2 tools=[] choice=none final")
+	s.Expect("CallModel turn=1 messages=2 tools=[add] choice=none final")
 	s.ReplyText("bad")
 	if err := r.RetryTurn("fix it"); err != nil {
 		t.Fatal(err)
 	}
-	s.Expect("CallModel turn=2 messages=4 tools=[] choice=none final")
+	s.Expect("CallModel turn=2 messages=4 tools=[add] choice=none final")
 }
 
 // SEMANTICS §6: an empty turn is not appended to history.
