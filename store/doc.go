@@ -30,7 +30,7 @@
 //	seq, err := s.Append(ctx, id, 0, created)
 //	for each input fed to the machine {
 //		rec, _ := store.NewRecord(kind, input)
-//		seq, err = s.Append(ctx, id, seq, rec) // on error: stop the run; nothing was saved
+//		seq, err = s.Append(ctx, id, seq, rec) // on error: stop the run; the step is not checkpointed
 //		renew the claim (Claim again) well before its ttl runs out
 //	}
 //
@@ -64,9 +64,13 @@
 // Every failure is typed: ErrInvalid for bad arguments, ErrNotFound,
 // *ConflictError (ErrConflict), *ClaimedError (ErrClaimed), *VersionError
 // (ErrVersion) for records of another format, ErrClosed. Any other error is
-// the backend failing to read or write (disk full, read-only file, ...), and
-// then nothing of that call was saved: a driver must treat it as the end of
-// the run, not retry blindly.
+// the backend failing to read or write (disk full, read-only file, ...).
+// Records are saved only when Append returns no error: a driver never
+// reports a step as checkpointed otherwise, and stops the run with the
+// error rather than retrying blindly. (A commit can fail after reaching the
+// disk, so a failed Append may rarely have saved its records; that is why a
+// resuming driver always reloads the journal instead of trusting its own
+// count, and why the sequence check refuses a stale retry.)
 //
 // # Implementations
 //

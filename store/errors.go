@@ -36,6 +36,7 @@ type ConflictError struct {
 	Actual   int64 // the journal's last sequence (0: the run does not exist)
 }
 
+// Error says which run, where the caller thought the journal ended, and where it does.
 func (e *ConflictError) Error() string {
 	if e.Expected == 0 {
 		return fmt.Sprintf("store: run %q already exists with %d records: a new run needs a new id", e.RunID, e.Actual)
@@ -54,6 +55,7 @@ type ClaimedError struct {
 	Expires time.Time // when the holder's claim lapses unless renewed
 }
 
+// Error names the run, the holder and when its claim lapses.
 func (e *ClaimedError) Error() string {
 	return fmt.Sprintf("store: run %q is claimed by %q until %s: another process is working on it; wait for it to finish or for the claim to expire",
 		e.RunID, e.Owner, e.Expires.UTC().Format(time.RFC3339))
@@ -71,6 +73,7 @@ type VersionError struct {
 	UnknownKind bool // the version is fine but the kind is not one this build knows
 }
 
+// Error names the record and both versions, and says to upgrade.
 func (e *VersionError) Error() string {
 	where := fmt.Sprintf("record %d", e.Seq)
 	if e.RunID != "" {

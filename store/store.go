@@ -18,8 +18,8 @@ import (
 //
 // Errors: bad arguments match ErrInvalid, missing runs ErrNotFound, lost
 // races ErrConflict or ErrClaimed, unknown formats ErrVersion, use after
-// Close ErrClosed; anything else is the backend failing, and then nothing of
-// the failed call was saved.
+// Close ErrClosed; anything else is the backend failing (see the package
+// doc for what that means for the records).
 type Store interface {
 	// Append adds records to the end of run runID's journal, atomically:
 	// all or none. expectedSeq is the sequence of the journal's last
@@ -49,6 +49,10 @@ type Store interface {
 	// *ClaimedError naming the holder. The run need not exist yet, so a
 	// driver can claim a new id before creating the run. A driver renews
 	// its claim well before ttl runs out and releases it when it stops.
+	//
+	// Claims that cross processes are judged by the wall clock, so a clock
+	// step can end one early or late; the sequence check of Append still
+	// keeps two writers from interleaving when that happens.
 	Claim(ctx context.Context, runID, owner string, ttl time.Duration) error
 
 	// Release gives up owner's claim on run runID. Releasing a run nobody

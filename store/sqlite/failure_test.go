@@ -82,7 +82,7 @@ func TestDiskFull(t *testing.T) {
 		t.Fatalf("append on a full database: %v (%T), want the SQLite full error wrapped", appendErr, appendErr)
 	}
 	msg := appendErr.Error()
-	for _, want := range []string{`run "r"`, "nothing of this append was saved", "full"} {
+	for _, want := range []string{`run "r"`, "nothing of this write was saved", "full"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("disk-full error %q does not say %q", msg, want)
 		}
@@ -123,7 +123,7 @@ func TestReadOnlyDatabase(t *testing.T) {
 	if !errors.As(err, &se) || se.Code()&0xff != sqlite3.SQLITE_READONLY {
 		t.Fatalf("append to a read-only database: %v, want the SQLite read-only error wrapped", err)
 	}
-	if !strings.Contains(err.Error(), "permissions") || !strings.Contains(err.Error(), "nothing of this append was saved") {
+	if !strings.Contains(err.Error(), "permissions") || !strings.Contains(err.Error(), "nothing of this write was saved") {
 		t.Errorf("read-only error %q does not say what happened and what to do", err)
 	}
 	for name, err := range map[string]error{

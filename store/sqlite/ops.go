@@ -97,7 +97,7 @@ func (s *Store) Append(ctx context.Context, runID string, expectedSeq int64, rec
 		return nil
 	})
 	if err != nil {
-		return 0, s.fail(fmt.Sprintf("append to run %q (nothing of this append was saved)", runID), err)
+		return 0, s.fail(fmt.Sprintf("append to run %q (%s)", runID, unsaved(err)), err)
 	}
 	return info.LastSeq, nil
 }
@@ -364,7 +364,7 @@ func (s *Store) AppendConversation(ctx context.Context, convID, runID string, ms
 		return nil
 	})
 	if err != nil {
-		return s.fail(fmt.Sprintf("append to conversation %q from run %q (nothing was saved)", convID, runID), err)
+		return s.fail(fmt.Sprintf("append to conversation %q from run %q (%s)", convID, runID, unsaved(err)), err)
 	}
 	return nil
 }

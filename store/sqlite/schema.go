@@ -72,6 +72,7 @@ type SchemaError struct {
 	Supported int // the newest version this build knows
 }
 
+// Error names the file and both schema versions, and says what to do.
 func (e *SchemaError) Error() string {
 	return fmt.Sprintf("store/sqlite: %s has schema version %d, but this build of loom knows versions up to %d: it was written by a newer loom; upgrade loom, or point this one at another database file",
 		e.Path, e.Found, e.Supported)

@@ -194,7 +194,7 @@ func explain(err error) error {
 	case sqlite3.SQLITE_BUSY:
 		hint = "another process held the database locked for longer than the busy timeout"
 	case sqlite3.SQLITE_IOERR:
-		hint = "the file system reported an I/O error"
+		hint = "the file system refused a read or write: a full disk, a file size limit or a failing device"
 	case sqlite3.SQLITE_CANTOPEN:
 		hint = "the database file cannot be opened: check the path and its permissions"
 	case sqlite3.SQLITE_NOTADB:
@@ -219,5 +219,24 @@ func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 		tx.Rollback()
 		return err
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return &commitError{err}
+	}
+	return nil
+}
+
+// commitError marks a failed COMMIT, after which the transaction's outcome
+// is not known for certain (the disk may have taken it before the error).
+type commitError struct{ err error }
+
+func (e *commitError) Error() string { return e.err.Error() }
+func (e *commitError) Unwrap() error { return e.err }
+
+// unsaved says what a failed write left behind.
+func unsaved(err error) string {
+	var ce *commitError
+	if errors.As(err, &ce) {
+		return "the commit failed, so this write may or may not have been saved: reload before going on"
+	}
+	return "nothing of this write was saved"
 }
