@@ -29,7 +29,7 @@ type Options struct {
 
 	// TerminateGrace is how long Close waits for a stdio server to exit
 	// after closing its stdin before it sends SIGTERM, and again before
-	// SIGKILL. Zero means 2 seconds.
+	// SIGKILL. Zero means 1 second.
 	TerminateGrace time.Duration
 
 	// BaseEnv is the environment a stdio server starts from, before
@@ -66,7 +66,7 @@ func (o *Options) withDefaults() Options {
 		v.ConnectTimeout = 30 * time.Second
 	}
 	if v.TerminateGrace <= 0 {
-		v.TerminateGrace = 2 * time.Second
+		v.TerminateGrace = time.Second
 	}
 	if v.MaxResultBytes == 0 {
 		v.MaxResultBytes = 30_000
