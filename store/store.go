@@ -32,7 +32,7 @@ type Store interface {
 	Append(ctx context.Context, runID string, expectedSeq int64, recs ...Record) (lastSeq int64, err error)
 
 	// Load returns the records of run runID with a sequence greater than
-	// afterSeq, in order (afterSeq 0: the whole journal). A record of an
+	// afterSeq, in order (afterSeq 0 or less: the whole journal). A record of an
 	// unknown version or kind fails the whole call with a *VersionError.
 	// The caller owns the returned slice.
 	Load(ctx context.Context, runID string, afterSeq int64) ([]Record, error)

@@ -26,7 +26,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -49,10 +48,11 @@ type Store struct {
 	db     *sql.DB
 	path   string
 	closed atomic.Bool
-	// writeMu queues this process's writers in Go rather than in SQLite's
+	// writing queues this process's writers in Go (a one-slot semaphore a
+	// waiter can abandon when its context ends) rather than in SQLite's
 	// busy handler, which sleeps and retries; other processes still meet
 	// SQLite's lock.
-	writeMu sync.Mutex
+	writing chan struct{}
 }
 
 var _ store.Store = (*Store)(nil)
@@ -133,7 +133,7 @@ func open(path string, opts *Options, extra url.Values) (*Store, error) {
 	db.SetMaxOpenConns(8)
 	db.SetMaxIdleConns(4)
 	db.SetConnMaxIdleTime(time.Minute)
-	s := &Store{db: db, path: abs}
+	s := &Store{db: db, path: abs, writing: make(chan struct{}, 1)}
 	if err := migrate(context.Background(), db, abs); err != nil {
 		db.Close()
 		var se *SchemaError
@@ -209,8 +209,12 @@ func explain(err error) error {
 
 // write runs fn in one write transaction and commits it.
 func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
+	select {
+	case s.writing <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-s.writing }()
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err

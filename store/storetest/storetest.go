@@ -599,6 +599,9 @@ func testClaimExpiry(t *testing.T, newStore func(t *testing.T) store.Store) {
 		if info := mustGet(t, s, "r"); info.Owner != "" || info.Status != store.StatusInterrupted {
 			t.Fatalf("after the claim lapsed the run shows owner %q status %q, want none and interrupted", info.Owner, info.Status)
 		}
+		if runs, err := s.List(ctx, store.Filter{Status: store.StatusInterrupted}); err != nil || len(runs) != 1 || runs[0].Owner != "" {
+			t.Fatalf("after the claim lapsed List of interrupted runs gives %+v, %v", runs, err)
+		}
 		if err := s.Claim(ctx, "r", "beta", time.Minute); err != nil {
 			t.Fatalf("claim after the holder's claim lapsed: %v", err)
 		}
