@@ -13,7 +13,13 @@
 // appenders wins.
 //
 // The schema is versioned: Open applies the migrations this build knows
-// and refuses a database written by a newer one (*SchemaError).
+// and refuses a database written by a newer one (*SchemaError), or one that
+// belongs to another program (ErrForeign).
+//
+// One caveat is SQLite's own: closing any file descriptor of the database
+// file drops every POSIX lock the process holds on it, so while a Store is
+// open, the process must not open and close the database file by other
+// means (to copy or hash it, say); use another process or close the Store.
 package sqlite
 
 import (
