@@ -103,9 +103,10 @@ func (e *ConfigError) Error() string {
 		b.WriteString(e.Source)
 		b.WriteString(": ")
 	}
-	if e.Server != "" {
+	switch {
+	case e.Server != "":
 		fmt.Fprintf(&b, "MCP server %q: ", e.Server)
-	} else {
+	case e.Source == "":
 		b.WriteString("MCP servers: ")
 	}
 	if e.Field != "" {

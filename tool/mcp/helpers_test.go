@@ -138,7 +138,7 @@ func runStdioServer() int {
 }
 
 // stdioConfig returns the config of the stdio test server, with env.
-func stdioConfig(t *testing.T, name string, env map[string]string) ServerConfig {
+func stdioConfig(t testing.TB, name string, env map[string]string) ServerConfig {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -181,7 +181,7 @@ func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 }
 
 // loopbackServer serves h on 127.0.0.1 and returns its /mcp URL.
-func loopbackServer(t *testing.T, h http.Handler) (*httptest.Server, string) {
+func loopbackServer(t testing.TB, h http.Handler) (*httptest.Server, string) {
 	t.Helper()
 	srv := httptest.NewUnstartedServer(h)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
