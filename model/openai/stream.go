@@ -1,0 +1,184 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"github.com/loomkit/loom/llm"
+	"github.com/loomkit/loom/model"
+	"github.com/loomkit/loom/model/internal/sse"
+	"github.com/loomkit/loom/model/internal/wire"
+)
+
+// maxCallSlots bounds how many distinct tool-call indexes one stream may
+// open; memory grows with the calls seen, never with index values.
+const maxCallSlots = 4096
+
+// A chat.completion.chunk.
+type chunk struct {
+	ID      string          `json:"id"`
+	Model   string          `json:"model"`
+	Choices []chunkChoice   `json:"choices"`
+	Usage   *usage          `json:"usage"`
+	Error   json.RawMessage `json:"error"`
+}
+
+type chunkChoice struct {
+	Index        int          `json:"index"`
+	Delta        replyMessage `json:"delta"`
+	FinishReason *string      `json:"finish_reason"`
+}
+
+// parser turns the SSE events of one Chat Completions stream into llm
+// events. It is pure: no IO, so it can be fuzzed on its own.
+type parser struct {
+	op        string
+	header    http.Header
+	requestID string
+
+	started  bool // ResponseStart sent
+	finished bool // a finish_reason arrived
+	reason   llm.FinishReason
+	done     bool           // [DONE] arrived
+	open     map[int]string // open call slots: index -> provider id
+	order    []int          // open slots in the order they opened
+}
+
+func newParser(op string, h http.Header) *parser {
+	return &parser{op: op, header: h, requestID: wire.RequestID(h)}
+}
+
+var doneMarker = []byte("[DONE]")
+
+// feed handles one SSE event, appending what it yields to out.
+func (p *parser) feed(ev sse.Event, out []llm.Event) ([]llm.Event, error) {
+	if p.done {
+		return out, nil
+	}
+	switch ev.Type {
+	case "", "message":
+	case "error":
+		return out, wire.StreamError(p.op, p.header, ev.Data)
+	default:
+		// Event types this API does not define: ignore them.
+		return out, nil
+	}
+	data := bytes.TrimSpace(ev.Data)
+	if len(data) == 0 {
+		return out, nil
+	}
+	if bytes.Equal(data, doneMarker) {
+		p.done = true
+		return append(out, llm.Finish{Reason: p.reason}), nil
+	}
+	var c chunk
+	if data[0] != '{' {
+		return out, p.invalid(data, nil)
+	}
+	if err := json.Unmarshal(data, &c); err != nil {
+		return out, p.invalid(data, err)
+	}
+	if len(c.Error) > 0 && !bytes.Equal(c.Error, []byte("null")) {
+		return out, wire.StreamError(p.op, p.header, data)
+	}
+	if !p.started && (c.ID != "" || c.Model != "" || p.requestID != "") {
+		p.started = true
+		out = append(out, llm.ResponseStart{ID: c.ID, Model: c.Model, RequestID: p.requestID})
+	}
+	for i := range c.Choices {
+		ch := &c.Choices[i]
+		if ch.Index != 0 {
+			continue // only one choice is ever asked for
+		}
+		var err error
+		if out, err = p.delta(ch, out); err != nil {
+			return out, err
+		}
+	}
+	if c.Usage != nil {
+		if u := c.Usage.toLLM(); !u.IsZero() {
+			out = append(out, llm.UsageReport{Usage: u})
+		}
+	}
+	return out, nil
+}
+
+func (p *parser) delta(ch *chunkChoice, out []llm.Event) ([]llm.Event, error) {
+	d := &ch.Delta
+	if r := d.ReasoningContent + d.Reasoning; r != "" {
+		out = append(out, llm.ThinkingDelta{Text: r})
+	}
+	if t := d.Content + d.Refusal; t != "" {
+		out = append(out, llm.TextDelta{Text: t})
+	}
+	for j, tc := range d.ToolCalls {
+		idx := j
+		if tc.Index != nil {
+			idx = max(*tc.Index, 0) // some servers send -1
+		}
+		id, isOpen := p.open[idx]
+		switch {
+		case !isOpen || (tc.ID != "" && id != "" && tc.ID != id):
+			if !isOpen && len(p.open) >= maxCallSlots {
+				return out, &model.Error{Kind: model.KindInvalidResponse, Op: p.op, RequestID: p.requestID,
+					Message: fmt.Sprintf("the stream opened more than %d tool calls", maxCallSlots)}
+			}
+			if p.open == nil {
+				p.open = make(map[int]string)
+			}
+			if !isOpen {
+				p.order = append(p.order, idx)
+			}
+			p.open[idx] = tc.ID
+			out = append(out, llm.ToolCallStart{Index: idx, ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+		case tc.ID != "":
+			// The id again (some servers repeat it, with the name, in
+			// every fragment): a start the accumulator merges.
+			if id == "" {
+				p.open[idx] = tc.ID
+			}
+			out = append(out, llm.ToolCallStart{Index: idx, ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+		default:
+			if tc.Function.Name != "" || tc.Function.Arguments != "" {
+				out = append(out, llm.ToolCallDelta{Index: idx, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+			}
+		}
+	}
+	if ch.FinishReason != nil && *ch.FinishReason != "" {
+		p.finished = true
+		p.reason = finishReason(*ch.FinishReason)
+		if p.reason != llm.FinishLength {
+			// The calls are whole: say so. After a length finish they
+			// stay open, so the accumulator marks them Incomplete.
+			for _, idx := range p.order {
+				out = append(out, llm.ToolCallEnd{Index: idx})
+			}
+		}
+		p.open, p.order = nil, nil
+	}
+	return out, nil
+}
+
+// end is called when the body ended cleanly. A stream that sent [DONE] is
+// complete. One that sent a finish_reason but no [DONE] is accepted as
+// complete too: every content and tool-call fragment precedes the
+// finish_reason, so the answer is whole (only a trailing usage report may
+// be missing). One that sent neither was cut: KindTruncatedStream.
+func (p *parser) end(out []llm.Event) ([]llm.Event, error) {
+	if p.done {
+		return out, nil
+	}
+	if p.finished {
+		p.done = true
+		return append(out, llm.Finish{Reason: p.reason}), nil
+	}
+	return out, &model.Error{Kind: model.KindTruncatedStream, Op: p.op, RequestID: p.requestID,
+		Message: "the stream ended before [DONE] and without a finish_reason; the answer is incomplete"}
+}
+
+func (p *parser) invalid(data []byte, cause error) error {
+	return &model.Error{Kind: model.KindInvalidResponse, Op: p.op, RequestID: p.requestID,
+		Message: "a stream chunk is not a JSON object: " + wire.Snippet(data), Raw: bytes.Clone(data[:min(len(data), wire.RawKeep)]), Err: cause}
+}
