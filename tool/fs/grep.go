@@ -1,0 +1,249 @@
+package fs
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/loomkit/loom/llm"
+	"github.com/loomkit/loom/tool"
+)
+
+type grepArgs struct {
+	Pattern string `json:"pattern" jsonschema:"a Go (RE2) regular expression, matched line by line (^ and $ match at line starts and ends), e.g. func \\w+Handler or (?i)todo; no lookaround or backreferences"`
+	Path    string `json:"path,omitempty" jsonschema:"the file or directory to search, relative to the workspace root; default the root"`
+	Include string `json:"include,omitempty" jsonschema:"only search files matching this glob: a name pattern like *.go, or a path pattern like src/**/*.ts"`
+}
+
+func (ts *Toolset) grep() tool.Tool {
+	return tool.Func("grep",
+		"Search the workspace's text files for a Go regular expression (RE2 syntax). Returns matching lines as path:line: text, "+
+			"files in lexical order. Skips .git, binary files, files too large to search, and symbolic links.",
+		func(ctx context.Context, in grepArgs) (string, error) {
+			ts.started()
+			return ts.search(ctx, in)
+		}, &tool.FuncOptions[grepArgs]{Effect: llm.EffectReadOnly, MaxResult: ts.opts.MaxResult})
+}
+
+// grepMaxLine is how much of a matching line grep shows.
+const grepMaxLine = 300
+
+type grepState struct {
+	ts       *Toolset
+	ctx      context.Context
+	re       *regexp.Regexp
+	out      []byte
+	buf      []byte
+	matches  int
+	files    int
+	full     bool // MaxMatches reached or output budget spent
+	skipBig  int
+	skipBin  int
+	searched int
+}
+
+func (ts *Toolset) search(ctx context.Context, in grepArgs) (string, error) {
+	if in.Pattern == "" {
+		return "", fmt.Errorf("pattern is empty; give a regular expression")
+	}
+	re, err := regexp.Compile("(?m)" + in.Pattern) // ^ and $ match at line breaks, as in grep
+	if err != nil {
+		return "", fmt.Errorf("pattern is not a valid Go regular expression: %v. Go uses RE2 syntax: no lookaround, no backreferences", err)
+	}
+	rel, err := ts.rel(in.Path, true)
+	if err != nil {
+		return "", err
+	}
+	var include *globPattern
+	if in.Include != "" {
+		if include, err = ts.pattern(in.Include); err != nil {
+			return "", fmt.Errorf("include: %v", err)
+		}
+	}
+	fi, err := ts.root.Stat(rel)
+	if err != nil {
+		return "", pathErr(rel, err)
+	}
+	st := &grepState{ts: ts, ctx: ctx, re: re}
+	if fi.Mode().IsRegular() {
+		st.file(rel, fi.Size())
+	} else if !fi.IsDir() {
+		return "", notRegular(rel, fi.Mode())
+	} else {
+		nameOnly := include != nil && !strings.Contains(strings.Trim(in.Include, "/"), "/")
+		w := &walker{ts: ts, ctx: ctx, visit: func(p string, d os.DirEntry) error {
+			if !d.Type().IsRegular() {
+				return nil
+			}
+			if include != nil {
+				subject := p
+				if nameOnly {
+					subject = path.Base(p)
+				}
+				if !include.match(subject) {
+					return nil
+				}
+			}
+			info, err := d.Info()
+			if err != nil {
+				return nil
+			}
+			st.file(p, info.Size())
+			if st.full {
+				return errStopWalk
+			}
+			return nil
+		}}
+		if err := w.walk(rel); err != nil {
+			if ctx.Err() != nil {
+				return "", fmt.Errorf("grep stopped: %w", context.Cause(ctx))
+			}
+			return "", pathErr(rel, err)
+		}
+		if w.limitHit {
+			st.out = fmt.Appendf(st.out, "[the search stopped after visiting %d entries; narrow path or include]\n", ts.opts.MaxVisit)
+		}
+	}
+	if ctx.Err() != nil {
+		return "", fmt.Errorf("grep stopped: %w", context.Cause(ctx))
+	}
+	return st.summary(in.Pattern), nil
+}
+
+func (st *grepState) summary(pattern string) string {
+	var notes []string
+	if st.full {
+		notes = append(notes, fmt.Sprintf("stopped after %d matching lines; narrow the pattern, path or include", st.matches))
+	}
+	if st.skipBig > 0 {
+		notes = append(notes, fmt.Sprintf("%d files larger than %d bytes skipped", st.skipBig, st.ts.opts.MaxGrepFileSize))
+	}
+	if st.skipBin > 0 {
+		notes = append(notes, fmt.Sprintf("%d binary files skipped", st.skipBin))
+	}
+	note := ""
+	if len(notes) > 0 {
+		note = "[" + strings.Join(notes, "; ") + "]"
+	}
+	if st.matches == 0 {
+		msg := fmt.Sprintf("No matches for %q in %d files searched.", pattern, st.searched)
+		if note != "" {
+			msg += " " + note
+		}
+		return msg
+	}
+	return string(st.out) + note
+}
+
+// file searches one file of the given size, adding its matching lines.
+func (st *grepState) file(rel string, size int64) {
+	if st.full || st.ctx.Err() != nil {
+		return
+	}
+	if size > st.ts.opts.MaxGrepFileSize {
+		st.skipBig++
+		return
+	}
+	f, fi, err := st.ts.openRegular(rel)
+	if err != nil {
+		return // vanished, swapped or unreadable: not worth failing the search
+	}
+	n := int(min(fi.Size(), st.ts.opts.MaxGrepFileSize))
+	if cap(st.buf) < n+1 {
+		st.buf = make([]byte, 0, n+1)
+	}
+	data, err := readInto(f, st.buf[:0], n+1)
+	f.Close()
+	if err != nil {
+		return
+	}
+	if len(data) > int(st.ts.opts.MaxGrepFileSize) {
+		st.skipBig++ // grew since it was listed
+		return
+	}
+	st.searched++
+	if isBinary(data[:min(len(data), sniffLen)]) {
+		st.skipBin++
+		return
+	}
+	loc := st.re.FindIndex(data)
+	if loc == nil {
+		return
+	}
+	st.files++
+	budget := st.ts.opts.MaxResult - 300
+	line, lineStart := 1, 0
+	counted := 0 // data[:counted] has had its newlines counted
+	for loc != nil {
+		start := loc[0]
+		line += bytes.Count(data[counted:start], []byte{'\n'})
+		counted = start
+		if i := bytes.LastIndexByte(data[:start], '\n'); i >= 0 {
+			lineStart = i + 1
+		} else {
+			lineStart = 0
+		}
+		lineEnd := len(data)
+		if i := bytes.IndexByte(data[start:], '\n'); i >= 0 {
+			lineEnd = start + i
+		}
+		before := len(st.out)
+		st.out = append(st.out, rel...)
+		st.out = append(st.out, ':')
+		st.out = strconv.AppendInt(st.out, int64(line), 10)
+		st.out = append(st.out, ": "...)
+		text := bytes.TrimRight(data[lineStart:lineEnd], "\r")
+		if len(text) > grepMaxLine {
+			st.out = append(st.out, trimPartialRune(text[:grepMaxLine])...)
+			st.out = append(st.out, " [line cut]"...)
+		} else {
+			st.out = append(st.out, text...)
+		}
+		st.out = append(st.out, '\n')
+		if len(st.out) > budget {
+			st.out = st.out[:before]
+			st.full = true
+			return
+		}
+		st.matches++
+		if st.matches >= st.ts.opts.MaxMatches {
+			st.full = true
+			return
+		}
+		// Next match on a later line.
+		if lineEnd >= len(data) {
+			return
+		}
+		line++
+		counted = lineEnd + 1
+		next := st.re.FindIndex(data[lineEnd+1:])
+		if next == nil {
+			return
+		}
+		loc = []int{next[0] + lineEnd + 1, next[1] + lineEnd + 1}
+	}
+}
+
+// readInto reads at most max bytes of r into buf.
+func readInto(r io.Reader, buf []byte, max int) ([]byte, error) {
+	for len(buf) < max {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):min(cap(buf), max)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+	return buf, nil
+}

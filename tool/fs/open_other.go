@@ -1,0 +1,8 @@
+//go:build !unix
+
+package fs
+
+const (
+	nonblock    = 0
+	directoryOf = 0
+)
