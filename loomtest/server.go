@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/loomkit/loom/llm"
@@ -89,9 +90,10 @@ type Server struct {
 	scripts map[Format]*script // nil entries share shared
 	shared  *script
 
-	mu   sync.Mutex
-	reqs []*Request
-	seq  int
+	mu     sync.Mutex
+	reqs   []*Request
+	seq    int
+	active atomic.Int64
 
 	closing   chan struct{}
 	closeOnce sync.Once
@@ -228,8 +230,14 @@ func (s *Server) LastRequest() *Request {
 	return s.reqs[len(s.reqs)-1]
 }
 
+// Active returns how many requests are being answered right now: a client
+// that abandoned a stream should leave none behind.
+func (s *Server) Active() int { return int(s.active.Load()) }
+
 // ServeHTTP answers one request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.active.Add(1)
+	defer s.active.Add(-1)
 	var f Format
 	switch r.URL.Path {
 	case "/v1/chat/completions":

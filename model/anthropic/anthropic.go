@@ -1,0 +1,285 @@
+// Package anthropic is the model.Model for Anthropic's Messages API
+// (POST /v1/messages), blocking and streaming, written on net/http.
+//
+// # Requests
+//
+// The system prompt goes in the top-level "system" field, never among the
+// messages. max_tokens is always sent (Request.MaxTokens, else
+// Config.MaxTokens, else 4096). Tools are sent with their JSON Schema as
+// input_schema; tool choice auto, required, none and one named tool map to
+// auto (omitted), any, none and tool (several named tools: only those are
+// offered, with any). Assistant turns carry their text, thinking (with its
+// signature; thinking without one, from another provider, is left out),
+// redacted thinking and tool_use blocks. All tool results of a turn go in
+// one user message, as tool_result blocks before any text. Tool-call ids
+// are made to match ^[a-zA-Z0-9_-]+$ by SanitizeID, the same way for a call
+// and its result. A call whose arguments are not one JSON object (a
+// malformed call, which was never run) is sent with input {}.
+//
+// Before anything is sent, the history is checked with llm.CheckHistory: a
+// tool call without its result, or a result without its call, is refused
+// with a *model.Error of KindBadRequest wrapping the *llm.HistoryError, so a
+// request the API would reject never leaves. The body is encoded once, in
+// one pass, and can be replayed by the transport (GetBody).
+//
+// # Responses
+//
+// A blocking body is decoded once and kept in Response.Raw. A stream is
+// checked as it arrives: pings, unknown event types and unknown delta types
+// are ignored; blocks must start in order and deltas must name an open
+// block, else the stream fails with KindInvalidResponse; usage is
+// cumulative (the last report of each count wins); an "event: error" after
+// HTTP 200 becomes a *model.Error classified by its error.type
+// (overloaded_error: KindOverloaded); a stream that ends before
+// message_stop fails with KindTruncatedStream, and so does one whose
+// connection breaks mid-way. A stream that sends no bytes for
+// Config.IdleTimeout fails with KindTimeout.
+//
+// stop_reason maps to finish reasons: end_turn and stop_sequence to stop,
+// max_tokens and model_context_window_exceeded to length (a tool call cut
+// off by it is marked Incomplete and never runs), tool_use to tool_calls,
+// refusal to content_filter, pause_turn to pause. Usage keeps Anthropic's
+// counts as they are: InputTokens is input_tokens (which excludes cached
+// input), CacheReadTokens and CacheWriteTokens are
+// cache_read_input_tokens and cache_creation_input_tokens.
+//
+// A Model is safe for concurrent use.
+package anthropic
+
+import (
+	"context"
+	"errors"
+	"io"
+	"iter"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/loomkit/loom/llm"
+	"github.com/loomkit/loom/model"
+	"github.com/loomkit/loom/model/internal/sse"
+	"github.com/loomkit/loom/model/internal/wire"
+)
+
+// Defaults of Config.
+const (
+	DefaultBaseURL   = "https://api.anthropic.com"
+	DefaultVersion   = "2023-06-01"
+	DefaultMaxTokens = 4096
+	DefaultTimeout   = 10 * time.Minute
+)
+
+// Config configures a Model. The zero value is usable once a model name is
+// given (here or per request) and an API key is set.
+type Config struct {
+	// APIKey is sent as x-api-key.
+	APIKey string
+	// BaseURL is the API root; requests go to BaseURL + "/v1/messages".
+	// Empty means DefaultBaseURL.
+	BaseURL string
+	// Model is the model name used when a request names none.
+	Model string
+	// Version is sent as anthropic-version; empty means DefaultVersion.
+	Version string
+	// MaxTokens is max_tokens when a request sets none; 0 means
+	// DefaultMaxTokens.
+	MaxTokens int
+	// ThinkingBudget, when positive, enables extended thinking with this
+	// many budget tokens (it must be below max_tokens).
+	ThinkingBudget int
+	// HTTPClient sends the requests; nil means http.DefaultClient.
+	HTTPClient *http.Client
+	// Headers are added to every request (anthropic-beta, ...).
+	Headers http.Header
+	// IdleTimeout is how long a stream may send no bytes (pings count)
+	// before it fails with KindTimeout; 0 means 90 s, negative disables.
+	// It also bounds the wait for a stream's response headers.
+	IdleTimeout time.Duration
+	// Timeout bounds one call (one attempt), blocking or streaming, from
+	// sending to the last byte; 0 means DefaultTimeout, negative disables.
+	Timeout time.Duration
+	// MaxResponseBytes bounds a blocking response body; 0 means 64 MiB.
+	MaxResponseBytes int64
+}
+
+// Model is a model.Model speaking the Messages API.
+type Model struct {
+	cfg       Config
+	url       string
+	header    http.Header
+	maxTokens int
+	idle      time.Duration
+	timeout   time.Duration
+}
+
+var _ model.Model = (*Model)(nil)
+
+const (
+	opGenerate = "anthropic: messages"
+	opStream   = "anthropic: messages stream"
+)
+
+// New returns a Model for cfg.
+func New(cfg Config) *Model {
+	m := &Model{cfg: cfg, maxTokens: cfg.MaxTokens, idle: cfg.IdleTimeout, timeout: cfg.Timeout}
+	base := cfg.BaseURL
+	if base == "" {
+		base = DefaultBaseURL
+	}
+	m.url = strings.TrimRight(base, "/") + "/v1/messages"
+	if m.maxTokens <= 0 {
+		m.maxTokens = DefaultMaxTokens
+	}
+	switch {
+	case m.idle == 0:
+		m.idle = wire.DefaultIdleTimeout
+	case m.idle < 0:
+		m.idle = 0
+	}
+	switch {
+	case m.timeout == 0:
+		m.timeout = DefaultTimeout
+	case m.timeout < 0:
+		m.timeout = 0
+	}
+	version := cfg.Version
+	if version == "" {
+		version = DefaultVersion
+	}
+	m.header = make(http.Header, len(cfg.Headers)+2)
+	for k, vs := range cfg.Headers {
+		m.header[http.CanonicalHeaderKey(k)] = append([]string(nil), vs...)
+	}
+	m.header.Set("X-Api-Key", cfg.APIKey)
+	m.header.Set("Anthropic-Version", version)
+	return m
+}
+
+// Generate makes one blocking Messages call.
+func (m *Model) Generate(ctx context.Context, req llm.Request) (llm.Response, error) {
+	body, err := m.encodeRequest(req, false, opGenerate)
+	if err != nil {
+		return llm.Response{}, err
+	}
+	ctx, watch := wire.NewWatch(ctx, opGenerate, 0, m.timeout)
+	defer watch.Stop()
+	hreq, err := wire.NewRequest(ctx, m.url, body, m.header)
+	if err != nil {
+		return llm.Response{}, &model.Error{Kind: model.KindBadRequest, Op: opGenerate, Message: "cannot build the request (check BaseURL)", Err: err}
+	}
+	hreq.Header.Set("Accept", "application/json")
+	resp, err := wire.Send(m.cfg.HTTPClient, hreq, opGenerate)
+	if err != nil {
+		return llm.Response{}, err
+	}
+	defer resp.Body.Close()
+	raw, err := wire.ReadBody(ctx, opGenerate, resp, m.cfg.MaxResponseBytes)
+	if err != nil {
+		return llm.Response{}, err
+	}
+	if err := wire.CheckJSON(opGenerate, resp, raw); err != nil {
+		return llm.Response{}, err
+	}
+	return decodeMessage(opGenerate, resp, raw)
+}
+
+// Stream makes one streaming Messages call; see model.Model for the
+// contract. The request is sent when the range starts.
+func (m *Model) Stream(ctx context.Context, req llm.Request) iter.Seq2[llm.Event, error] {
+	var used atomic.Bool
+	return func(yield func(llm.Event, error) bool) {
+		if used.Swap(true) {
+			yield(nil, &model.Error{Kind: model.KindBadRequest, Op: opStream, Message: "the stream was already ranged; a stream is single use"})
+			return
+		}
+		m.stream(ctx, req, yield)
+	}
+}
+
+func (m *Model) stream(ctx context.Context, req llm.Request, yield func(llm.Event, error) bool) {
+	body, err := m.encodeRequest(req, true, opStream)
+	if err != nil {
+		yield(nil, err)
+		return
+	}
+	ctx, watch := wire.NewWatch(ctx, opStream, m.idle, m.timeout)
+	defer watch.Stop()
+	hreq, err := wire.NewRequest(ctx, m.url, body, m.header)
+	if err != nil {
+		yield(nil, &model.Error{Kind: model.KindBadRequest, Op: opStream, Message: "cannot build the request (check BaseURL)", Err: err})
+		return
+	}
+	hreq.Header.Set("Accept", "text/event-stream")
+	resp, err := wire.Send(m.cfg.HTTPClient, hreq, opStream)
+	if err != nil {
+		yield(nil, err)
+		return
+	}
+	defer resp.Body.Close()
+	watch.Touch()
+	if !wire.IsEventStream(resp) {
+		raw, err := wire.ReadBody(ctx, opStream, resp, wire.MaxErrorBody)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		e := wire.InvalidResponse(opStream, resp, raw, nil)
+		e.Message = "want a text/event-stream, got Content-Type " + quoteOrNone(resp.Header.Get("Content-Type")) + ": " + e.Message
+		yield(nil, e)
+		return
+	}
+
+	dec := sse.NewDecoder(watch.Body(resp.Body))
+	p := newParser(opStream, resp.Header)
+	var out []llm.Event
+	for {
+		ev, err := dec.Next()
+		if err != nil {
+			yield(nil, m.readError(p, err))
+			return
+		}
+		out, err = p.add(ev.Type, ev.Data, out[:0])
+		for _, e := range out {
+			if !yield(e, nil) {
+				return
+			}
+		}
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		if p.done {
+			return
+		}
+	}
+}
+
+// readError maps a failure to read the next event.
+func (m *Model) readError(p *parser, err error) error {
+	if err == io.EOF {
+		return p.end()
+	}
+	if errors.Is(err, sse.ErrLineTooLong) || errors.Is(err, sse.ErrEventTooLarge) {
+		return &model.Error{Kind: model.KindInvalidResponse, Op: opStream, Message: "the stream holds an oversized event; it was abandoned", Err: err}
+	}
+	var me *model.Error
+	if errors.As(err, &me) && me.Kind == model.KindNetwork {
+		// The connection broke mid-stream: the answer is cut short.
+		cut := p.end()
+		var ce *model.Error
+		if errors.As(cut, &ce) {
+			ce.Message = "the connection broke " + strings.TrimPrefix(ce.Message, "the stream ended ")
+			ce.Err = err
+			return ce
+		}
+	}
+	return err
+}
+
+func quoteOrNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return `"` + s + `"`
+}
