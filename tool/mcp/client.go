@@ -120,7 +120,7 @@ type Client struct {
 	changed chan struct{}
 	wg      sync.WaitGroup
 
-	connMu sync.Mutex // held while (re)connecting
+	connecting chan struct{} // holds a value while (re)connecting
 
 	mu      sync.Mutex
 	sess    *sdk.ClientSession // nil while disconnected
@@ -141,10 +141,11 @@ func Connect(ctx context.Context, cfg ServerConfig, opts *Options) (*Client, err
 		return nil, err
 	}
 	c := &Client{
-		cfg:     cfg,
-		opts:    opts.withDefaults(),
-		notices: make(chan struct{}, 1),
-		changed: make(chan struct{}, 1),
+		cfg:        cfg,
+		opts:       opts.withDefaults(),
+		notices:    make(chan struct{}, 1),
+		changed:    make(chan struct{}, 1),
+		connecting: make(chan struct{}, 1),
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.sdk = sdk.NewClient(&sdk.Implementation{Name: "loom", Version: version()}, &sdk.ClientOptions{
@@ -248,8 +249,13 @@ func (c *Client) session(ctx context.Context) (*sdk.ClientSession, *process, err
 	if sess != nil {
 		return sess, proc, nil
 	}
-	c.connMu.Lock()
-	defer c.connMu.Unlock()
+	// One caller reconnects; the others wait for it, or for their ctx.
+	select {
+	case c.connecting <- struct{}{}:
+		defer func() { <-c.connecting }()
+	case <-ctx.Done():
+		return nil, nil, ctx.Err()
+	}
 	c.mu.Lock()
 	sess, proc = c.sess, c.proc
 	c.mu.Unlock()
