@@ -23,8 +23,27 @@ type Memory struct {
 }
 
 type memRun struct {
-	info    RunInfo
-	records []Record
+	info RunInfo
+	// records in chunks of chunkSize, so an append never copies the journal
+	chunks [][]Record
+}
+
+const chunkSize = 256
+
+func (r *memRun) add(recs []Record) {
+	for _, rec := range recs {
+		if n := len(r.chunks); n == 0 || len(r.chunks[n-1]) == chunkSize {
+			r.chunks = append(r.chunks, make([]Record, 0, chunkSize))
+		}
+		last := &r.chunks[len(r.chunks)-1]
+		*last = append(*last, rec)
+	}
+}
+
+// record returns the record with sequence seq (1-based).
+func (r *memRun) record(seq int64) *Record {
+	i := seq - 1
+	return &r.chunks[i/chunkSize][i%chunkSize]
 }
 
 type memClaim struct {
@@ -96,7 +115,7 @@ func (m *Memory) Append(ctx context.Context, runID string, expectedSeq int64, re
 		m.runs[runID] = run
 	}
 	run.info = info
-	run.records = append(run.records, prepared...)
+	run.add(prepared)
 	return info.LastSeq, nil
 }
 
@@ -114,19 +133,16 @@ func (m *Memory) Load(ctx context.Context, runID string, afterSeq int64) ([]Reco
 		return nil, NotFound(runID)
 	}
 	afterSeq = max(afterSeq, 0)
-	if afterSeq >= int64(len(run.records)) {
-		return []Record{}, nil
-	}
-	src := run.records[afterSeq:]
-	out := make([]Record, len(src))
-	for i, r := range src {
+	out := make([]Record, 0, max(0, run.info.LastSeq-afterSeq))
+	for seq := afterSeq + 1; seq <= run.info.LastSeq; seq++ {
+		r := *run.record(seq)
 		if err := CheckStored(runID, r); err != nil {
 			return nil, err
 		}
 		if r.Data != nil {
 			r.Data = bytes.Clone(r.Data)
 		}
-		out[i] = r
+		out = append(out, r)
 	}
 	return out, nil
 }

@@ -24,7 +24,7 @@ func TestMemoryLoadRefusesUnknownVersions(t *testing.T) {
 			if _, err := m.Append(ctx, "r", 0, Record{Kind: KindRunCreated}, Record{Kind: KindNote}); err != nil {
 				t.Fatal(err)
 			}
-			c.mutate(&m.runs["r"].records[1])
+			c.mutate(m.runs["r"].record(2))
 			_, err := m.Load(ctx, "r", 0)
 			var ve *VersionError
 			if !errors.As(err, &ve) || !errors.Is(err, ErrVersion) || ve.Seq != 2 {
