@@ -208,13 +208,13 @@ func (ts *Toolset) rel(p string, allowEmpty bool) (string, error) {
 	if path.IsAbs(p) {
 		inside, ok := ts.insideAbs(p)
 		if !ok {
-			return "", fmt.Errorf("%w: %q is an absolute path outside the workspace (%s); give a path relative to the workspace root", errOutside, p, ts.dir)
+			return "", fmt.Errorf("%q is an absolute path outside the workspace (%s); give a path relative to the workspace root", p, ts.dir)
 		}
 		p = inside
 	}
 	c := path.Clean(p)
 	if c == ".." || strings.HasPrefix(c, "../") {
-		return "", fmt.Errorf("%w: %q climbs out of the workspace with ..; give a path inside it", errOutside, p)
+		return "", fmt.Errorf("%q climbs out of the workspace with .., and paths outside the workspace are refused; give a path inside it", p)
 	}
 	if runtime.GOOS == "windows" {
 		if err := checkDeviceNames(c); err != nil {
@@ -258,9 +258,6 @@ func checkDeviceNames(p string) error {
 	return nil
 }
 
-// errOutside marks messages about paths that leave the workspace.
-var errOutside = errors.New("outside the workspace")
-
 // pathErr turns an error from os.Root into a message for the model.
 func pathErr(p string, err error) error {
 	var errno syscall.Errno
@@ -268,7 +265,7 @@ func pathErr(p string, err error) error {
 	case err == nil:
 		return nil
 	case isEscape(err):
-		return fmt.Errorf("%w: %q leads outside the workspace (through .., an absolute path or a symbolic link pointing out), which the file tools cannot reach", errOutside, p)
+		return fmt.Errorf("%q leads outside the workspace (through .., an absolute path or a symbolic link pointing out), which the file tools cannot reach", p)
 	case errors.Is(err, iofs.ErrNotExist):
 		return fmt.Errorf("%q does not exist; use list_dir or glob to find the right path", p)
 	case errors.Is(err, iofs.ErrPermission):

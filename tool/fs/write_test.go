@@ -59,7 +59,7 @@ func TestWriteFileThroughInsideLink(t *testing.T) {
 // ADVERSARIAL 51: a reader never sees a torn file.
 func TestWriteFileAtomic(t *testing.T) {
 	e := newEnv(t, nil)
-	a, b := strings.Repeat("A", 1<<20), strings.Repeat("B", 1<<20)
+	a, b := strings.Repeat("A", 256<<10), strings.Repeat("B", 256<<10)
 	e.file("f", a)
 	var stop atomic.Bool
 	var wg sync.WaitGroup
@@ -76,7 +76,7 @@ func TestWriteFileAtomic(t *testing.T) {
 			}
 		}
 	})
-	for i := range 40 {
+	for i := range 30 {
 		content := a
 		if i%2 == 0 {
 			content = b
