@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/loomkit/loom/llm"
 	"github.com/loomkit/loom/model"
@@ -125,3 +126,9 @@ func userReq(text string) llm.Request {
 func kindOf(err error) model.Kind { return model.KindOf(err) }
 
 var bg = context.Background()
+
+var errDeadline = context.DeadlineExceeded
+
+func contextWithTimeout(d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), d)
+}
