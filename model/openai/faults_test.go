@@ -346,4 +346,3 @@ func TestRetryOverHTTP(t *testing.T) {
 		})
 	})
 }
-
