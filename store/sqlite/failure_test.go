@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/url"
@@ -8,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	msqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -172,4 +175,75 @@ func TestReadOnlyFile(t *testing.T) {
 	if _, err := ro.Append(ctx, "r", last, note(`1`)); err == nil {
 		t.Fatal("append to a read-only file succeeded")
 	}
+}
+
+// A writer that cannot get the database within the busy timeout fails with
+// an error saying so, and saves nothing; it does not hang.
+func TestBusyTimeout(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "loom.db")
+	holder := mustOpen(t, path)
+	last, err := holder.Append(ctx, "r", 0, created(t, store.RunHeader{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiter, err := Open(path, &Options{BusyTimeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer waiter.Close()
+
+	// Another connection holds the write lock, as another process would.
+	conn, err := holder.db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
+		t.Fatal(err)
+	}
+	_, err = waiter.Append(ctx, "r", last, note(`"blocked"`))
+	var se *msqlite.Error
+	if !errors.As(err, &se) || se.Code()&0xff != sqlite3.SQLITE_BUSY || !strings.Contains(err.Error(), "busy timeout") {
+		t.Fatalf("append while another connection holds the lock: %v, want a busy error that says so", err)
+	}
+	if _, err := conn.ExecContext(ctx, `ROLLBACK`); err != nil {
+		t.Fatal(err)
+	}
+	checkIntact(t, waiter, "r", last)
+	if _, err := waiter.Append(ctx, "r", last, note(`"free"`)); err != nil {
+		t.Fatalf("append once the lock is free: %v", err)
+	}
+}
+
+// A writer queued behind another in the same process gives up when its
+// context ends.
+func TestQueuedWriterHonoursContext(t *testing.T) {
+	dir := t.TempDir()
+	synctest.Test(t, func(t *testing.T) {
+		s := mustOpen(t, filepath.Join(dir, "loom.db"))
+		last, err := s.Append(ctx, "r", 0, created(t, store.RunHeader{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.writing <- struct{}{} // another writer is in the middle of a write
+		cctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() {
+			_, err := s.Append(cctx, "r", last, note(`"queued"`))
+			done <- err
+		}()
+		synctest.Wait() // the append is queued
+		select {
+		case err := <-done:
+			t.Fatalf("append returned while another writer held the store: %v", err)
+		default:
+		}
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("queued append after cancel: %v, want context.Canceled", err)
+		}
+		<-s.writing
+		checkIntact(t, s, "r", last)
+		s.Close()
+	})
 }
