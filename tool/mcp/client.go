@@ -227,6 +227,10 @@ func (c *Client) Close() error {
 	c.sess, c.gone = nil, ErrClosed
 	c.mu.Unlock()
 	c.cancel()
+	// Wait for a reconnect in progress, which the cancel cut short, to
+	// release what it started.
+	c.connecting <- struct{}{}
+	<-c.connecting
 	if sess != nil {
 		sess.Close()
 	}
@@ -277,6 +281,7 @@ func (c *Client) session(ctx context.Context) (*sdk.ClientSession, *process, err
 func (c *Client) connect(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.ConnectTimeout)
 	defer cancel()
+	defer context.AfterFunc(c.ctx, cancel)() // Close ends a connect in progress
 	fail := func(op string, err error) error {
 		return &ServerError{Server: c.cfg.Name, Op: op, Err: err}
 	}

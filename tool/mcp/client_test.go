@@ -206,6 +206,27 @@ func TestClientStdioServerGone(t *testing.T) {
 	}
 }
 
+func TestClientCloseDuringReconnect(t *testing.T) {
+	hang := filepath.Join(t.TempDir(), "hang")
+	c := connect(t, stdioConfig(t, "t", map[string]string{"LOOM_MCP_TEST_HANG": hang}), &Options{TerminateGrace: 100 * time.Millisecond})
+	os.WriteFile(hang, nil, 0o644)
+	call(t, context.Background(), c.Tools(), "t_crash", `{}`)
+	done := make(chan llm.ToolResult, 1)
+	go func() { done <- call(t, context.Background(), c.Tools(), "t_echo", `{}`) }()
+	var pid int
+	eventually(t, 10*time.Second, "the restarted server did not start", func() bool {
+		pid, _ = strconv.Atoi(readFile(hang))
+		return pid != 0
+	})
+	c.Close()
+	if alive(pid) {
+		t.Errorf("the server %d that was starting still runs after Close", pid)
+	}
+	if res := <-done; !res.IsError {
+		t.Errorf("call cut off by Close: %+v", res)
+	}
+}
+
 func TestClientStdioListChanged(t *testing.T) {
 	c := connect(t, stdioConfig(t, "t", nil), nil)
 	if res := call(t, context.Background(), c.Tools(), "t_add_tool", `{}`); res.IsError {

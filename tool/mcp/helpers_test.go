@@ -74,6 +74,7 @@ func echoTool(name string) *fnTool {
 //	LOOM_MCP_TEST_MARK   a file "sleep" writes "started" to, then "cancelled" when its call is cancelled
 //	LOOM_MCP_TEST_REFUSE a file whose existence makes the server exit at start
 //	LOOM_MCP_TEST_CHILD  a file the server writes the pid of a child it starts to
+//	LOOM_MCP_TEST_HANG   a file whose existence makes the server write its pid there and hang
 func stdioServerTools(srv **Server) []tool.Tool {
 	return []tool.Tool{
 		echoTool("echo"),
@@ -114,6 +115,12 @@ func runStdioServer() int {
 		if _, err := os.Stat(f); err == nil {
 			fmt.Fprintln(os.Stderr, "refusing to start: the test said so")
 			return 1
+		}
+	}
+	if f := os.Getenv("LOOM_MCP_TEST_HANG"); f != "" {
+		if _, err := os.Stat(f); err == nil {
+			os.WriteFile(f, []byte(fmt.Sprint(os.Getpid())), 0o644)
+			select {} // never answer the handshake
 		}
 	}
 	if f := os.Getenv("LOOM_MCP_TEST_CHILD"); f != "" {
