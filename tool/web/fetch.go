@@ -140,7 +140,6 @@ func NewFetcher(cfg *Config) *Fetcher {
 		ForceAttemptHTTP2:      true,
 		TLSClientConfig:        &tls.Config{MinVersion: tls.VersionTLS12},
 		TLSHandshakeTimeout:    10 * time.Second,
-		ResponseHeaderTimeout:  c.Timeout,
 		MaxResponseHeaderBytes: 64 << 10,
 		IdleConnTimeout:        30 * time.Second,
 		MaxIdleConns:           16,

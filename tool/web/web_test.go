@@ -463,7 +463,7 @@ func TestProxyFromEnvironmentIgnored(t *testing.T) {
 
 // ADVERSARIAL 69: a huge body and a gzip bomb are cut at MaxBytes.
 func TestSizeCaps(t *testing.T) {
-	const max = 1 << 20
+	const max = 256 << 10
 	chunk := bytes.Repeat([]byte("a"), 32<<10)
 	var written atomic.Int64
 	hugeURL, huge := serve(t, func(w http.ResponseWriter, r *http.Request) {
@@ -478,9 +478,9 @@ func TestSizeCaps(t *testing.T) {
 		}
 	})
 	var bomb bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&bomb, gzip.BestCompression)
+	zw, _ := gzip.NewWriterLevel(&bomb, gzip.BestSpeed)
 	zeros := make([]byte, 1<<20)
-	for range 64 { // 64 MB of zeros in about 64 KB
+	for range 16 { // 16 MB of zeros in about 70 KB: 64 times the cap
 		zw.Write(zeros)
 	}
 	zw.Close()
@@ -494,7 +494,7 @@ func TestSizeCaps(t *testing.T) {
 	if err != nil || !p.Truncated || len(p.Body) != max {
 		t.Fatalf("5 GB body: %v bytes, truncated %v, err %v; want %d bytes, truncated", lenBody(p), p != nil && p.Truncated, err, max)
 	}
-	if w := written.Load(); w > 64<<20 {
+	if w := written.Load(); w > 32<<20 {
 		t.Errorf("the server wrote %d bytes before the client stopped reading", w)
 	}
 	p, err = f.Fetch(t.Context(), bombURL)
