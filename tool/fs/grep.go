@@ -38,6 +38,7 @@ type grepState struct {
 	ts       *Toolset
 	ctx      context.Context
 	re       *regexp.Regexp
+	pre      *prefilter
 	out      []byte
 	buf      []byte
 	matches  int
@@ -52,7 +53,8 @@ func (ts *Toolset) search(ctx context.Context, in grepArgs) (string, error) {
 	if in.Pattern == "" {
 		return "", fmt.Errorf("pattern is empty; give a regular expression")
 	}
-	re, err := regexp.Compile("(?m)" + in.Pattern) // ^ and $ match at line breaks, as in grep
+	full := "(?m)" + in.Pattern // ^ and $ match at line breaks, as in grep
+	re, err := regexp.Compile(full)
 	if err != nil {
 		return "", fmt.Errorf("pattern is not a valid Go regular expression: %v. Go uses RE2 syntax: no lookaround, no backreferences", err)
 	}
@@ -70,7 +72,7 @@ func (ts *Toolset) search(ctx context.Context, in grepArgs) (string, error) {
 	if err != nil {
 		return "", pathErr(rel, err)
 	}
-	st := &grepState{ts: ts, ctx: ctx, re: re}
+	st := &grepState{ts: ts, ctx: ctx, re: re, pre: newPrefilter(full)}
 	if fi.Mode().IsRegular() {
 		st.file(rel, fi.Size())
 	} else if !fi.IsDir() {
@@ -172,27 +174,20 @@ func (st *grepState) file(rel string, size int64) {
 		st.skipBin++
 		return
 	}
-	loc := st.re.FindIndex(data)
-	if loc == nil {
-		return
-	}
-	st.files++
 	budget := st.ts.opts.MaxResult - 300
-	line, lineStart := 1, 0
-	counted := 0 // data[:counted] has had its newlines counted
-	for loc != nil {
-		start := loc[0]
-		line += bytes.Count(data[counted:start], []byte{'\n'})
-		counted = start
-		if i := bytes.LastIndexByte(data[:start], '\n'); i >= 0 {
-			lineStart = i + 1
-		} else {
-			lineStart = 0
+	line, counted := 1, 0 // data[:counted] has had its newlines counted
+	found := false
+	for from := 0; from <= len(data); {
+		lineStart, lineEnd, ok := st.nextMatchLine(data, from)
+		if !ok {
+			break
 		}
-		lineEnd := len(data)
-		if i := bytes.IndexByte(data[start:], '\n'); i >= 0 {
-			lineEnd = start + i
+		if !found {
+			found = true
+			st.files++
 		}
+		line += bytes.Count(data[counted:lineStart], []byte{'\n'})
+		counted = lineStart
 		before := len(st.out)
 		st.out = append(st.out, rel...)
 		st.out = append(st.out, ':')
@@ -216,18 +211,37 @@ func (st *grepState) file(rel string, size int64) {
 			st.full = true
 			return
 		}
-		// Next match on a later line.
-		if lineEnd >= len(data) {
-			return
-		}
-		line++
-		counted = lineEnd + 1
-		next := st.re.FindIndex(data[lineEnd+1:])
-		if next == nil {
-			return
-		}
-		loc = []int{next[0] + lineEnd + 1, next[1] + lineEnd + 1}
+		from = lineEnd + 1
 	}
+}
+
+// nextMatchLine returns the bounds (without the newline) of the first line
+// at or after from on which a match starts.
+func (st *grepState) nextMatchLine(data []byte, from int) (start, end int, ok bool) {
+	if st.pre != nil {
+		for from <= len(data) {
+			s, e := st.pre.nextCandidate(data, from)
+			if s < 0 {
+				return 0, 0, false
+			}
+			if st.re.Match(data[s:e]) {
+				return s, e, true
+			}
+			from = e + 1
+		}
+		return 0, 0, false
+	}
+	loc := st.re.FindIndex(data[from:])
+	if loc == nil {
+		return 0, 0, false
+	}
+	m := from + loc[0]
+	start = bytes.LastIndexByte(data[:m], '\n') + 1
+	end = len(data)
+	if i := bytes.IndexByte(data[m:], '\n'); i >= 0 {
+		end = m + i
+	}
+	return start, end, true
 }
 
 // readInto reads at most max bytes of r into buf.
