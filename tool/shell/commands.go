@@ -926,6 +926,12 @@ func (s *scope) safe(base string, a []word, n syntax.Node) {
 		s.note(Ask, n, base+" is not on the read-only list")
 		return
 	}
+	for _, w := range a[1:] {
+		if holdsSecrets(w.s, s.c.home) {
+			s.note(Ask, n, "reads a file that usually holds credentials ("+w.s+")")
+			return
+		}
+	}
 	check, ok := safeArgs[base]
 	if !ok {
 		return

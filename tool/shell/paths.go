@@ -2,6 +2,7 @@ package shell
 
 import (
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -137,4 +138,41 @@ func absRisk(s, home string) risk {
 		return riskRoot // someone's home directory
 	}
 	return riskOrdinary
+}
+
+// secretFiles are file names that usually hold credentials.
+var secretFiles = []string{
+	".netrc", ".git-credentials", ".pgpass", ".npmrc", ".pypirc", ".my.cnf",
+	"id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "credentials", "shadow", "gshadow", "sudoers",
+}
+
+// holdsSecrets reports whether the path s (as produced by wordText) names
+// a file or directory that usually holds credentials: a credential
+// directory of a home (~/.ssh, ~/.aws, ...), a .env file, a key.
+func holdsSecrets(s, home string) bool {
+	if s == "" || !strings.ContainsAny(s, "/.~") {
+		return false
+	}
+	for _, alt := range braceAlternatives(s) {
+		name := path.Base(alt)
+		if name == ".env" || strings.HasPrefix(name, ".env.") || slices.Contains(secretFiles, name) {
+			return true
+		}
+		switch {
+		case alt[0] == '~':
+			rel := ""
+			if i := strings.IndexByte(alt, '/'); i >= 0 {
+				rel = alt[i+1:]
+			}
+			if homeRisk(rel) == riskSystem {
+				return true
+			}
+		case alt[0] == '/' && home != "" && home != "/":
+			c, h := path.Clean(alt), path.Clean(home)
+			if strings.HasPrefix(c, h+"/") && homeRisk(strings.TrimPrefix(c, h+"/")) == riskSystem {
+				return true
+			}
+		}
+	}
+	return false
 }

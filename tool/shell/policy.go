@@ -86,7 +86,9 @@ func (v Verdict) String() string {
 //
 // Everything else is Ask, including eval and bash -c of computed strings,
 // base64-decoded payloads, interpreters (python, node, perl, ...) and
-// heredocs fed to them, background jobs, and variable assignments.
+// heredocs fed to them, background jobs, variable assignments, and reading
+// files that usually hold credentials (~/.ssh, ~/.aws, .env, .netrc, ...)
+// even with a read-only command, as their content would go to the model.
 //
 // This is a guard against accidents and obvious attacks, not a sandbox. A
 // command built at run time (eval "$(echo cm0gLXJmIC8= | base64 -d)", a
@@ -275,6 +277,11 @@ func (s *scope) redirect(r *syntax.Redirect) {
 		if t == "-" || strings.Trim(t, "0123456789") == "" || r.Op == syntax.DplIn {
 			return // duplicating or closing a descriptor
 		}
+	case syntax.RdrIn:
+		if t := wordText(r.Word); holdsSecrets(t, s.c.home) {
+			s.note(Ask, r, "reads a file that usually holds credentials ("+t+")")
+		}
+		return
 	default:
 		return // reading
 	}
