@@ -8,15 +8,15 @@ import (
 func TestPrefilter(t *testing.T) {
 	cases := map[string]string{ // pattern -> required literal, "" for none
 		`(?m)^\t\w+ .*NEEDLE h[a-z]+$`: "NEEDLE h",
-		`(?m)func \w+Handler`:           "Handler",
-		`(?m)foo|bar`:                   "",
-		`(?m)(?i)needle`:                "",
-		`(?m)a\nb`:                      "", // may span lines
-		`(?m)ab\s+cd`:                   "", // \s matches \n
-		`(?m)(?s)ab.cd`:                 "", // . matches \n
-		`(?m)x(abc)+y`:                  "abc",
-		`(?m)(abc)?xy`:                  "xy",
-		`(?m)[^a]bcd`:                   "", // [^a] matches \n
+		`(?m)func \w+Handler`:          "Handler",
+		`(?m)foo|bar`:                  "",
+		`(?m)(?i)needle`:               "",
+		`(?m)a\nb`:                     "", // may span lines
+		`(?m)ab\s+cd`:                  "", // \s matches \n
+		`(?m)(?s)ab.cd`:                "", // . matches \n
+		`(?m)x(abc)+y`:                 "abc",
+		`(?m)(abc)?xy`:                 "xy",
+		`(?m)[^a]bcd`:                  "", // [^a] matches \n
 	}
 	for pat, want := range cases {
 		p := newPrefilter(pat)
