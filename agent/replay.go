@@ -1,0 +1,225 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/loomkit/loom/llm"
+	"github.com/loomkit/loom/run"
+	"github.com/loomkit/loom/store"
+)
+
+// replay feeds a journal's records into a fresh machine, in order, the
+// way the live run fed them, and restores the driver's ledger. Tool
+// intents and results of a batch that was never committed are kept for
+// prefill.
+func (x *runner) replay(recs []store.Record) error {
+	if recs[0].Kind != store.KindRunCreated {
+		return fmt.Errorf("record 1 is %s, want %s", recs[0].Kind, store.KindRunCreated)
+	}
+	var created createdRecord
+	if err := recs[0].Decode(&created); err != nil {
+		return fmt.Errorf("record 1 (%s): %w", recs[0].Kind, err)
+	}
+	if created.Format != JournalFormat {
+		return fmt.Errorf("the journal is format %d; this build reads format %d", created.Format, JournalFormat)
+	}
+	if created.Digest != x.a.digest {
+		return fmt.Errorf("the agent's config (model name, system prompt, tools or limits) differs from the run's; resume it with the agent that started it")
+	}
+	x.r = run.New(created.Config)
+	if err := x.r.Err(); err != nil {
+		return fmt.Errorf("the run's config: %w", err)
+	}
+	x.conv = created.ConversationID
+	x.recIntents = map[string]bool{}
+	x.recResults = map[string]llm.ToolResult{}
+	for _, rec := range recs[1:] {
+		if err := x.replayOne(rec); err != nil {
+			return fmt.Errorf("record %d (%s): %w", rec.Seq, rec.Kind, err)
+		}
+	}
+	return nil
+}
+
+func (x *runner) replayOne(rec store.Record) error {
+	r := x.r
+	switch rec.Kind {
+	case store.KindModelTurn:
+		var t turnRecord
+		if err := rec.Decode(&t); err != nil {
+			return err
+		}
+		cm, ok := r.ModelCall()
+		if !ok {
+			step, err := r.Next()
+			if err != nil {
+				return err
+			}
+			if cm, ok = step.(run.CallModel); !ok {
+				return fmt.Errorf("the run asks for %T, not a model call", step)
+			}
+		}
+		if cm.Turn != t.Turn {
+			return fmt.Errorf("the record is for turn %d, the run is at turn %d", t.Turn, cm.Turn)
+		}
+		return r.ModelResponse(t.Response)
+	case store.KindResolution:
+		var t resolutionRecord
+		if err := rec.Decode(&t); err != nil {
+			return err
+		}
+		res, err := run.UnmarshalResolution(t.Resolution)
+		if err != nil {
+			return err
+		}
+		return x.applyResolution(res)
+	case store.KindApprovalRequested:
+		var t approvalRequestedRecord
+		if err := rec.Decode(&t); err != nil {
+			return err
+		}
+		if x.j.requested == nil {
+			x.j.requested = map[int]bool{}
+		}
+		x.j.requested[t.Turn] = true
+		if t.Ledger != nil {
+			x.led = *t.Ledger
+		}
+		return nil
+	case store.KindApprovalDecided:
+		var t approvalDecidedRecord
+		if err := rec.Decode(&t); err != nil {
+			return err
+		}
+		return r.Approve(t.Decisions)
+	case store.KindToolIntent:
+		var t intentRecord
+		if err := rec.Decode(&t); err != nil {
+			return err
+		}
+		x.recIntents[t.Call.ID] = true
+		return nil
+	case store.KindToolResult:
+		var t resultRecord
+		if err := rec.Decode(&t); err != nil {
+			return err
+		}
+		x.recResults[t.Result.CallID] = t.Result
+		return nil
+	case store.KindNote:
+		var n noteRecord
+		if err := rec.Decode(&n); err != nil {
+			return err
+		}
+		return x.replayNote(n)
+	case store.KindRunFinished:
+		x.j.finished = true
+		return nil
+	case store.KindRunFailed:
+		var t failedRecord
+		if err := rec.Decode(&t); err != nil {
+			return err
+		}
+		x.failed = t.Error
+		if x.failed == "" {
+			x.failed = "(no reason recorded)"
+		}
+		return nil
+	}
+	return fmt.Errorf("unexpected record kind %s", rec.Kind)
+}
+
+func (x *runner) replayNote(n noteRecord) error {
+	r := x.r
+	switch n.Type {
+	case noteCommit:
+		step, err := r.Next()
+		if err != nil {
+			return err
+		}
+		ct, ok := step.(run.CallTools)
+		if !ok {
+			return fmt.Errorf("a commit of tool results, but the run asks for %T", step)
+		}
+		results := make([]llm.ToolResult, len(ct.Calls))
+		for i, c := range ct.Calls {
+			if c.Result != nil {
+				results[i] = *c.Result
+				continue
+			}
+			res, ok := x.recResults[c.Call.ID]
+			if !ok {
+				return fmt.Errorf("the commit of turn %d lacks the result of call %q", n.Turn, c.Call.ID)
+			}
+			results[i] = res
+		}
+		if err := r.ToolResults(results, n.Notes...); err != nil {
+			return err
+		}
+		clear(x.recIntents)
+		clear(x.recResults)
+	case noteWrapUp:
+		if err := r.WrapUp(n.Text); err != nil {
+			return err
+		}
+	case noteRetryTurn:
+		if err := r.RetryTurn(n.Text); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("unknown note type %q", n.Type)
+	}
+	if n.Ledger != nil {
+		x.led = *n.Ledger
+	}
+	return nil
+}
+
+// prefill settles, before a batch runs, the calls a resumed run already
+// knows about: those with a recorded result get it; those that were
+// started (an intent) but never reported back are run again if their tool
+// is safe to repeat, and otherwise answered with InterruptedMaybe.
+func (x *runner) prefill(ctx context.Context, turn int, calls []run.PendingCall, outs []outcome) error {
+	if len(x.recIntents) == 0 && len(x.recResults) == 0 {
+		return nil
+	}
+	for i, c := range calls {
+		if outs[i].status != notStarted {
+			continue
+		}
+		id := c.Call.ID
+		if res, ok := x.recResults[id]; ok {
+			outs[i] = outcome{res: res, status: finished, executed: x.recIntents[id]}
+			continue
+		}
+		if !x.recIntents[id] || c.Spec.Effect.SafeToRepeat() {
+			continue // never started, or harmless to run again
+		}
+		res := closedResult(c.Call, InterruptedMaybe)
+		if err := x.j.result(ctx, x, turn, res); err != nil {
+			return err
+		}
+		outs[i] = outcome{res: res, status: finished, executed: true}
+	}
+	clear(x.recIntents)
+	clear(x.recResults)
+	return nil
+}
+
+// outputFromShape rebuilds the validator of a restored run's output
+// schema.
+func outputFromShape(shape *llm.OutputShape) (*outputSchema, error) {
+	var s jsonschema.Schema
+	if err := json.Unmarshal(shape.Schema, &s); err != nil {
+		return nil, err
+	}
+	os, err := newOutputSchema(&s)
+	if err != nil {
+		return nil, err
+	}
+	os.shape = shape
+	return os, nil
+}
