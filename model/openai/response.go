@@ -30,7 +30,7 @@ type replyMessage struct {
 }
 
 type replyToolCall struct {
-	Index    *int   `json:"index"` // only in stream deltas
+	Index    int    `json:"index"` // only in stream deltas
 	ID       string `json:"id"`
 	Type     string `json:"type"`
 	Function struct {

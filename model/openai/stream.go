@@ -16,10 +16,15 @@ import (
 // open; memory grows with the calls seen, never with index values.
 const maxCallSlots = 4096
 
-// A chat.completion.chunk.
+// A chat.completion.chunk. The id and model repeat in every chunk; they
+// are decoded (strings allocated) only until the first chunk carried them.
 type chunk struct {
-	ID      string          `json:"id"`
-	Model   string          `json:"model"`
+	ID    string `json:"id"`
+	Model string `json:"model"`
+	chunkBody
+}
+
+type chunkBody struct {
 	Choices []chunkChoice   `json:"choices"`
 	Usage   *usage          `json:"usage"`
 	Error   json.RawMessage `json:"error"`
@@ -73,11 +78,17 @@ func (p *parser) feed(ev sse.Event, out []llm.Event) ([]llm.Event, error) {
 		p.done = true
 		return append(out, llm.Finish{Reason: p.reason}), nil
 	}
-	var c chunk
 	if data[0] != '{' {
 		return out, p.invalid(data, nil)
 	}
-	if err := json.Unmarshal(data, &c); err != nil {
+	var c chunk
+	var err error
+	if p.started {
+		err = json.Unmarshal(data, &c.chunkBody)
+	} else {
+		err = json.Unmarshal(data, &c)
+	}
+	if err != nil {
 		return out, p.invalid(data, err)
 	}
 	if len(c.Error) > 0 && !bytes.Equal(c.Error, []byte("null")) {
@@ -113,11 +124,10 @@ func (p *parser) delta(ch *chunkChoice, out []llm.Event) ([]llm.Event, error) {
 	if t := d.Content + d.Refusal; t != "" {
 		out = append(out, llm.TextDelta{Text: t})
 	}
-	for j, tc := range d.ToolCalls {
-		idx := j
-		if tc.Index != nil {
-			idx = max(*tc.Index, 0) // some servers send -1
-		}
+	for _, tc := range d.ToolCalls {
+		// A missing index reads as 0; a call with a new id on an open
+		// slot still opens a call of its own. Some servers send -1.
+		idx := max(tc.Index, 0)
 		id, isOpen := p.open[idx]
 		switch {
 		case !isOpen || (tc.ID != "" && id != "" && tc.ID != id):
