@@ -107,6 +107,9 @@ func (s *scope) argv(a []word, n syntax.Node, stdin *word) {
 		s.note(Ask, n, "controls system services")
 	case "git":
 		s.git(a, n)
+	case "cd", "pushd":
+		s.chdir(a)
+		s.safe(base, a, n)
 	default:
 		s.safe(base, a, n)
 	}
@@ -122,7 +125,7 @@ func (s *scope) nested(w word, n syntax.Node) {
 		}
 		return
 	}
-	s.c.script(w.s, s.depth+1)
+	s.c.script(w.s, s.depth+1, s.cwd)
 }
 
 // downloadedCode refuses interpreters whose code comes from a download:
@@ -362,7 +365,7 @@ func (s *scope) eval(a []word, n syntax.Node) {
 		s.downloadedCode(a, n)
 		return
 	}
-	s.c.script(strings.Join(parts, " "), s.depth+1)
+	s.c.script(strings.Join(parts, " "), s.depth+1, s.cwd)
 }
 
 // watch runs its command again and again: judge that command.
@@ -530,7 +533,7 @@ func positionals(a []word) []word {
 // credential path, and asks otherwise.
 func (s *scope) writes(files []word, n syntax.Node) {
 	for _, w := range files {
-		if pathRisk(w.s, s.c.home) == riskSystem {
+		if pathRisk(s.resolve(w.s), s.c.home) == riskSystem {
 			s.note(Deny, n, "writes into a system directory, a device or a credential directory")
 			return
 		}
@@ -542,7 +545,7 @@ func (s *scope) writes(files []word, n syntax.Node) {
 // risky as worst, and asks otherwise.
 func (s *scope) targets(a []word, n syntax.Node, worst risk, denied, asked string) {
 	for _, w := range positionals(a[1:]) {
-		if pathRisk(w.s, s.c.home) >= worst {
+		if pathRisk(s.resolve(w.s), s.c.home) >= worst {
 			s.note(Deny, n, denied)
 			return
 		}
@@ -562,7 +565,7 @@ func (s *scope) rm(a []word, n syntax.Node) {
 			return
 		case opts && w.static() && len(t) > 1 && t[0] == '-':
 		default:
-			switch pathRisk(t, s.c.home) {
+			switch pathRisk(s.resolve(t), s.c.home) {
 			case riskRoot:
 				s.note(Deny, n, "deletes /, a top-level directory, a home directory or everything in one")
 				return
@@ -596,12 +599,15 @@ func (s *scope) find(a []word, n syntax.Node) {
 		starts = append(starts, a[i])
 	}
 	risky := false
+	if len(starts) == 0 {
+		starts = []word{{s: "."}}
+	}
 	for _, w := range starts {
-		risky = risky || pathRisk(w.s, s.c.home) >= riskSystem
+		risky = risky || pathRisk(s.resolve(w.s), s.c.home) >= riskSystem
 	}
 	found := word{s: dyn} // what {} stands for
 	if len(starts) == 1 && starts[0].static() {
-		found = word{s: strings.TrimSuffix(starts[0].s, "/") + "/*"}
+		found = word{s: strings.TrimSuffix(s.resolve(starts[0].s), "/") + "/*"}
 	}
 	for ; i < len(a); i++ {
 		w := a[i]
@@ -634,7 +640,7 @@ func (s *scope) find(a []word, n syntax.Node) {
 
 func (s *scope) dd(a []word, n syntax.Node) {
 	for _, w := range a[1:] {
-		if t, ok := strings.CutPrefix(w.s, "of="); ok && pathRisk(t, s.c.home) == riskSystem {
+		if t, ok := strings.CutPrefix(w.s, "of="); ok && pathRisk(s.resolve(t), s.c.home) == riskSystem {
 			s.note(Deny, n, "writes raw data to a disk, a device or a system file")
 			return
 		}
@@ -927,7 +933,7 @@ func (s *scope) safe(base string, a []word, n syntax.Node) {
 		return
 	}
 	for _, w := range a[1:] {
-		if holdsSecrets(w.s, s.c.home) {
+		if holdsSecrets(s.resolve(w.s), s.c.home) {
 			s.note(Ask, n, "reads a file that usually holds credentials ("+w.s+")")
 			return
 		}

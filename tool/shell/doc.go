@@ -34,7 +34,11 @@
 // them with the user's full rights: reading ~/.ssh, deleting files outside
 // the workspace, reaching the network. Confining a command needs an
 // operating-system sandbox (a container, bubblewrap, Landlock, seatbelt),
-// which loom does not provide. A process that both leaves the process
+// which loom does not provide. Read-only commands that run without approval
+// still honour their configuration: git status runs core.fsmonitor and git
+// diff runs textconv drivers set in .git/config, so writing .git/config
+// needs approval (a redirect to it is Ask, and so is the file tools' write).
+// A process that both leaves the process
 // group and rewrites its environment can outlive the call; only a PID
 // namespace or a cgroup would catch it.
 //

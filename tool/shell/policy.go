@@ -3,6 +3,7 @@ package shell
 import (
 	"fmt"
 	"os"
+	"path"
 	"slices"
 	"strings"
 
@@ -122,7 +123,7 @@ func (p *Policy) Classify(command string) Verdict {
 		home, _ = os.UserHomeDir()
 	}
 	c := &classifier{p: p, home: home}
-	c.script(command, 0)
+	c.script(command, 0, "")
 	if c.v.Reason == "" {
 		c.v.Reason = "only reads: every part is on the read-only list"
 	}
@@ -157,8 +158,9 @@ func clip(s string) string {
 
 func newParser() *syntax.Parser { return syntax.NewParser(syntax.Variant(syntax.LangBash)) }
 
-// script judges src, a piece of bash, nested depth levels deep.
-func (c *classifier) script(src string, depth int) {
+// script judges src, a piece of bash, nested depth levels deep, started
+// in the directory cwd ("" for the workspace).
+func (c *classifier) script(src string, depth int, cwd string) {
 	if depth > maxDepth {
 		c.note(Ask, src, "scripts nested this deeply are not judged")
 		return
@@ -169,7 +171,7 @@ func (c *classifier) script(src string, depth int) {
 		c.unparsed(src)
 		return
 	}
-	s := &scope{c: c, src: src, depth: depth, seen: map[*syntax.BinaryCmd]bool{}}
+	s := &scope{c: c, src: src, depth: depth, cwd: cwd, seen: map[*syntax.BinaryCmd]bool{}}
 	syntax.Walk(f, s.visit)
 }
 
@@ -178,7 +180,35 @@ type scope struct {
 	c     *classifier
 	src   string
 	depth int
-	seen  map[*syntax.BinaryCmd]bool // inner pipes already judged with their pipeline
+	// cwd is where the script has cd'd to, as far as can be told from the
+	// text: "" is the workspace. Relative paths are judged from it, so
+	// that cd / && rm -rf * is rm -rf /*.
+	cwd  string
+	seen map[*syntax.BinaryCmd]bool // inner pipes already judged with their pipeline
+}
+
+// resolve returns the path t as seen from the script's directory.
+func (s *scope) resolve(t string) string {
+	if s.cwd == "" || t == "" || t[0] == '/' || t[0] == '~' || strings.HasPrefix(t, dyn) || strings.HasPrefix(t, dynNonEmpty) {
+		return t
+	}
+	return path.Join(s.cwd, t)
+}
+
+// chdir follows cd and pushd.
+func (s *scope) chdir(a []word) {
+	args := positionals(a[1:])
+	switch {
+	case len(args) == 0:
+		s.cwd = "~"
+	case !args[0].static() || args[0].s == "-":
+		s.cwd = ""
+	default:
+		s.cwd = s.resolve(args[0].s)
+		if s.cwd == "." {
+			s.cwd = ""
+		}
+	}
 }
 
 func (s *scope) text(n syntax.Node) string {
@@ -278,26 +308,46 @@ func (s *scope) redirect(r *syntax.Redirect) {
 			return // duplicating or closing a descriptor
 		}
 	case syntax.RdrIn:
-		if t := wordText(r.Word); holdsSecrets(t, s.c.home) {
+		t := s.resolve(wordText(r.Word))
+		if holdsSecrets(t, s.c.home) {
 			s.note(Ask, r, "reads a file that usually holds credentials ("+t+")")
+		}
+		if isSocket(t) {
+			s.note(Ask, r, "opens a network connection")
 		}
 		return
 	default:
 		return // reading
 	}
-	target := wordText(r.Word)
+	target := s.resolve(wordText(r.Word))
 	if pathRisk(target, s.c.home) == riskSystem {
 		s.note(Deny, r, "writes into a system directory, a device or a credential directory")
 		return
 	}
-	if isHarmlessDevice(target) {
+	if isSocket(target) {
+		s.note(Ask, r, "opens a network connection")
+		return
+	}
+	if isQuietDevice(target) {
 		return
 	}
 	s.note(Ask, r, "writes a file")
 }
 
-func isHarmlessDevice(t string) bool {
-	for _, d := range harmlessDevices {
+// quietDevices may be written without asking: writing them changes
+// nothing.
+var quietDevices = []string{"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/fd/"}
+
+func isQuietDevice(t string) bool    { return inDevices(t, quietDevices) }
+func isHarmlessDevice(t string) bool { return inDevices(t, harmlessDevices) }
+
+// isSocket reports whether t is one of bash's network paths.
+func isSocket(t string) bool {
+	return strings.HasPrefix(t, "/dev/tcp/") || strings.HasPrefix(t, "/dev/udp/")
+}
+
+func inDevices(t string, list []string) bool {
+	for _, d := range list {
 		if t == d || strings.HasSuffix(d, "/") && strings.HasPrefix(t, d) {
 			return true
 		}
@@ -341,7 +391,7 @@ func (s *scope) pipeline(n *syntax.BinaryCmd) {
 		}
 		if isShell(interp) && i == 1 {
 			if text, ok := echoed(stages[0]); ok {
-				s.c.script(text, s.depth+1)
+				s.c.script(text, s.depth+1, s.cwd)
 			}
 		}
 	}

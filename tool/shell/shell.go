@@ -119,11 +119,12 @@ func New(cfg *Config) *Tool {
 	schema.Properties["timeout_ms"].Minimum = jsonschema.Ptr(0.0)
 	schema.Properties["timeout_ms"].Maximum = &maxMS
 	t.FuncTool = tool.Func("bash", t.description(), t.call, &tool.FuncOptions[Args]{
-		Effect:        llm.EffectDestructive,
-		NeedsApproval: true,
-		ApprovalFor:   func(a Args) bool { return t.policy.Classify(a.Command).Decision != Allow },
-		MaxResult:     c.MaxOutput + 1000,
-		Schema:        schema,
+		Effect: llm.EffectDestructive,
+		// The policy decides per call: read-only commands need no
+		// approval, the others do (denied ones are refused anyway).
+		ApprovalFor: func(a Args) bool { return t.policy.Classify(a.Command).Decision != Allow },
+		MaxResult:   c.MaxOutput + 1000,
+		Schema:      schema,
 	})
 	return t
 }

@@ -331,8 +331,9 @@ func TestApproval(t *testing.T) {
 			t.Errorf("NeedsApproval(%q) = %v, want %v (%v)", cmd, got, want, tl.Classify(cmd))
 		}
 	}
-	if !tl.Spec().NeedsApproval {
-		t.Error("the spec's default must be to ask")
+	// Arguments that fail validation never run, so they need no decision.
+	if tool.NeedsApproval(tl, json.RawMessage(`{"command":""}`)) {
+		t.Error("invalid arguments need no approval: they are refused before running")
 	}
 }
 
