@@ -21,11 +21,12 @@ import (
 type FuncOptions[In any] struct {
 	// Effect says what a call does to the world (see [llm.Effect]).
 	Effect llm.Effect
-	// NeedsApproval is the spec's default: every call needs a decision.
+	// NeedsApproval makes every call need a decision (it is the spec's
+	// flag).
 	NeedsApproval bool
-	// ApprovalFor, when set, decides per call instead (see [Approvable]);
-	// it sees the validated, decoded arguments. Calls whose arguments are
-	// invalid never run, and need no approval.
+	// ApprovalFor, when set, decides for the calls NeedsApproval leaves
+	// free (see [Approvable]); it sees the validated, decoded arguments.
+	// Calls whose arguments are invalid never run, and need no approval.
 	ApprovalFor func(In) bool
 	// MaxResult is the size in bytes above which results are cut to head
 	// and tail (see [Truncate]): 0 means [DefaultMaxResult], a negative
@@ -130,10 +131,11 @@ func schemaType(s *jsonschema.Schema) string {
 // Spec returns the tool's spec. Its Schema is shared: do not modify it.
 func (t *FuncTool[In, Out]) Spec() llm.ToolSpec { return t.spec }
 
-// NeedsApproval implements [Approvable]: FuncOptions.ApprovalFor decides
-// for valid arguments when set; otherwise the spec does.
+// NeedsApproval implements [Approvable]: a call needs approval when the
+// spec says every call does, or when FuncOptions.ApprovalFor says so for
+// these (valid) arguments.
 func (t *FuncTool[In, Out]) NeedsApproval(args json.RawMessage) bool {
-	if t.approval == nil {
+	if t.spec.NeedsApproval || t.approval == nil {
 		return t.spec.NeedsApproval
 	}
 	in, msg := t.decode(args)

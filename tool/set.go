@@ -145,7 +145,8 @@ func (s *Set) NeedsApproval(call llm.ToolCall) bool {
 // itself becomes an error result the model can act on, never a Go error: an
 // unknown tool (the result lists the tools there are), arguments that are
 // not one JSON object (the result carries the parse error), a call cut off
-// by the end of the stream, a panic. Empty arguments are passed as {}. The
+// by the end of the stream, a call marked Malformed, a panic. Empty
+// arguments are passed as {}. The
 // Go error is the tool's own machinery error, passed through.
 func (s *Set) Call(ctx context.Context, call llm.ToolCall) (res llm.ToolResult, err error) {
 	defer func() {
@@ -158,8 +159,12 @@ func (s *Set) Call(ctx context.Context, call llm.ToolCall) (res llm.ToolResult, 
 	if call.Incomplete {
 		return ErrorResult(fmt.Sprintf("The call of %s was cut off before its arguments were complete, so it was not run. Send the call again.", call.Name)), nil
 	}
-	if err := call.ArgumentsError(); err != nil {
-		return ErrorResult(fmt.Sprintf("The call of %s was not run: %v. Send the arguments as one JSON object.", call.Name, err)), nil
+	if err := call.ArgumentsError(); err != nil || call.Malformed {
+		why := "its arguments were malformed"
+		if err != nil {
+			why = err.Error()
+		}
+		return ErrorResult(fmt.Sprintf("The call of %s was not run: %s. Send the arguments as one JSON object.", call.Name, why)), nil
 	}
 	return callSafely(ctx, t, call.Args())
 }

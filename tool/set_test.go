@@ -6,7 +6,9 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/loomkit/loom/llm"
 	"github.com/loomkit/loom/tool"
@@ -147,5 +149,60 @@ func TestChainOrder(t *testing.T) {
 	}
 	if tl.Spec().Name != "e" {
 		t.Errorf("wrapped spec name %q", tl.Spec().Name)
+	}
+}
+
+// ADVERSARIAL 37: five calls at once; two succeed, one errors, one panics,
+// one outlives its deadline. Each gets exactly one result, with its id.
+func TestSetCallParallelMixed(t *testing.T) {
+	ok := echo("ok")
+	failing := tool.Func("failing", "", func(ctx context.Context, in struct{}) (string, error) {
+		return "", errors.New("it failed")
+	}, nil)
+	slow := tool.Func("slow", "", func(ctx context.Context, in struct{}) (string, error) {
+		<-ctx.Done()
+		return "", context.Cause(ctx)
+	}, nil)
+	s, err := tool.NewSet(ok, failing, panicky{}, slow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := []llm.ToolCall{
+		{ID: "a", Name: "ok", Arguments: `{"s":"1"}`},
+		{ID: "b", Name: "ok", Arguments: `{"s":"2"}`},
+		{ID: "c", Name: "failing"},
+		{ID: "d", Name: "panicky"},
+		{ID: "e", Name: "slow"},
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	results := make([]llm.ToolResult, len(calls))
+	var wg sync.WaitGroup
+	for i, c := range calls {
+		wg.Go(func() {
+			r, err := s.Call(ctx, c)
+			if err != nil {
+				t.Errorf("call %s: Go error %v", c.ID, err)
+			}
+			results[i] = r
+		})
+	}
+	wg.Wait()
+	wantErr := []bool{false, false, true, true, true}
+	for i, r := range results {
+		if r.CallID != calls[i].ID || r.Name != calls[i].Name || r.IsError != wantErr[i] || r.Content == "" {
+			t.Errorf("result %d = %+v", i, r)
+		}
+	}
+	if !strings.Contains(results[4].Content, "deadline") {
+		t.Errorf("timed-out call says %q", results[4].Content)
+	}
+}
+
+func TestSetCallMalformedFlagHonoured(t *testing.T) {
+	s, _ := tool.NewSet(echo("echo"))
+	res, _ := s.Call(context.Background(), llm.ToolCall{ID: "1", Name: "echo", Arguments: `{"s":"x"}`, Malformed: true})
+	if !res.IsError || !strings.Contains(res.Content, "malformed") {
+		t.Errorf("a call marked malformed ran: %+v", res)
 	}
 }
