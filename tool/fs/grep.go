@@ -74,7 +74,7 @@ func (ts *Toolset) search(ctx context.Context, in grepArgs) (string, error) {
 	}
 	st := &grepState{ts: ts, ctx: ctx, re: re, pre: newPrefilter(full)}
 	if fi.Mode().IsRegular() {
-		st.file(rel, fi.Size())
+		st.file(rel)
 	} else if !fi.IsDir() {
 		return "", notRegular(rel, fi.Mode())
 	} else {
@@ -92,11 +92,7 @@ func (ts *Toolset) search(ctx context.Context, in grepArgs) (string, error) {
 					return nil
 				}
 			}
-			info, err := d.Info()
-			if err != nil {
-				return nil
-			}
-			st.file(p, info.Size())
+			st.file(p)
 			if st.full {
 				return errStopWalk
 			}
@@ -143,18 +139,27 @@ func (st *grepState) summary(pattern string) string {
 	return string(st.out) + note
 }
 
-// file searches one file of the given size, adding its matching lines.
-func (st *grepState) file(rel string, size int64) {
+// file searches one file, adding its matching lines. The file is opened
+// without a look first (the walk saw a regular file; a file swapped in since
+// cannot block the open, and is checked on the open file), which halves
+// the cost of a search of many small files.
+func (st *grepState) file(rel string) {
 	if st.full || st.ctx.Err() != nil {
 		return
 	}
-	if size > st.ts.opts.MaxGrepFileSize {
-		st.skipBig++
+	f, err := st.ts.root.OpenFile(rel, os.O_RDONLY|nonblock, 0)
+	if err != nil {
+		return // vanished or unreadable: not worth failing the search
+	}
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		f.Close()
 		return
 	}
-	f, fi, err := st.ts.openRegular(rel)
-	if err != nil {
-		return // vanished, swapped or unreadable: not worth failing the search
+	if fi.Size() > st.ts.opts.MaxGrepFileSize {
+		f.Close()
+		st.skipBig++
+		return
 	}
 	n := int(min(fi.Size(), st.ts.opts.MaxGrepFileSize))
 	if cap(st.buf) < n+1 {
