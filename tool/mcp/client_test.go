@@ -261,9 +261,14 @@ func TestConnectErrors(t *testing.T) {
 	if !errors.As(err, &se) || se.Op != "connect" || !strings.Contains(err.Error(), "/nonexistent/server") {
 		t.Errorf("missing command: %v", err)
 	}
-	_, err = Connect(ctx, ServerConfig{Name: "x", Command: "sh", Args: []string{"-c", "echo no such thing >&2; exit 2"}}, nil)
-	if !errors.As(err, &se) || !strings.Contains(err.Error(), "exited with status 2") || !strings.Contains(err.Error(), "no such thing") {
+	stderrOut := &syncWriter{w: new(strings.Builder)}
+	_, err = Connect(ctx, ServerConfig{Name: "x", Command: "sh", Args: []string{"-c", "echo no such thing >&2; echo $ONLY_THIS >&2; exit 2"}, Env: map[string]string{"ONLY_THIS": "set"}},
+		&Options{Stderr: stderrOut, BaseEnv: []string{"PATH=" + os.Getenv("PATH")}})
+	if !errors.As(err, &se) || !strings.Contains(err.Error(), "exited with status 2") || !strings.Contains(err.Error(), "no such thing set") {
 		t.Errorf("command that exits: %v", err)
+	}
+	if got := stderrOut.String(); !strings.Contains(got, "no such thing\nset\n") {
+		t.Errorf("Options.Stderr got %q", got)
 	}
 	_, err = Connect(ctx, ServerConfig{Name: "x", Command: "sh", Args: []string{"-c", "echo not json"}}, nil)
 	if !errors.As(err, &se) {
@@ -571,4 +576,21 @@ func TestGroup(t *testing.T) {
 	if _, err := ConnectAll(context.Background(), []ServerConfig{{Name: "a", URL: ua}, {Name: "a", URL: ub}}, nil); !errors.Is(err, ErrConfig) {
 		t.Errorf("duplicate server names: %v", err)
 	}
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	w  *strings.Builder
+}
+
+func (w *syncWriter) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.w.Write(b)
+}
+
+func (w *syncWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.w.String()
 }

@@ -195,3 +195,14 @@ func FuzzParseConfig(f *testing.F) {
 		}
 	})
 }
+
+func TestEnviron(t *testing.T) {
+	got := environ([]string{"PATH=/bin", "SECRET=x", "HOME=/h"}, map[string]string{"SECRET": "y", "B": "2", "A": "1"})
+	want := []string{"PATH=/bin", "HOME=/h", "A=1", "B=2", "SECRET=y"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if got := environ([]string{}, nil); len(got) != 0 {
+		t.Errorf("an empty base gave %q", got)
+	}
+}

@@ -26,8 +26,9 @@ type process struct {
 	stderr *tail
 	grace  time.Duration
 
-	done    chan struct{} // closed once the child has exited and been reaped
-	exitErr error         // cmd.Wait's error, set before done is closed
+	done       chan struct{} // closed once the child has exited and been reaped
+	exitErr    error         // cmd.Wait's error, set before done is closed
+	stderrDone chan struct{} // closed once the child's stderr is drained
 
 	closeOnce sync.Once
 }
@@ -72,12 +73,13 @@ func startProcess(cfg ServerConfig, baseEnv []string, extra io.Writer, grace tim
 	errW.Close()
 
 	p := &process{
-		cmd:    cmd,
-		stdin:  inW,
-		stdout: outR,
-		stderr: &tail{max: 4 << 10},
-		grace:  grace,
-		done:   make(chan struct{}),
+		cmd:        cmd,
+		stdin:      inW,
+		stdout:     outR,
+		stderr:     &tail{max: 4 << 10},
+		grace:      grace,
+		done:       make(chan struct{}),
+		stderrDone: make(chan struct{}),
 	}
 	var w io.Writer = p.stderr
 	if extra != nil {
@@ -86,6 +88,7 @@ func startProcess(cfg ServerConfig, baseEnv []string, extra io.Writer, grace tim
 	go func() {
 		io.Copy(w, errR)
 		errR.Close()
+		close(p.stderrDone)
 	}()
 	go func() {
 		p.exitErr = cmd.Wait()
@@ -133,6 +136,14 @@ func (p *process) terminate() {
 			}
 		}
 		p.stdout.Close()
+		// Whatever the group wrote to stderr is passed on before Close
+		// returns; the pipe ends with the group, which is dead by now.
+		t := time.NewTimer(p.grace)
+		defer t.Stop()
+		select {
+		case <-p.stderrDone:
+		case <-t.C:
+		}
 	})
 }
 
