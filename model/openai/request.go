@@ -264,6 +264,13 @@ func messages(req llm.Request) ([]chatMessage, error) {
 		case llm.RoleAssistant:
 			out = append(out, assistantMessage(msg))
 		case llm.RoleUser:
+			if len(msg.Parts) == 1 {
+				if t, ok := msg.Parts[0].(llm.Text); ok {
+					// The common case, without copying the text.
+					out = append(out, chatMessage{Role: "user", Content: t.Text})
+					continue
+				}
+			}
 			var rest []llm.Part
 			for _, p := range msg.Parts {
 				if r, ok := p.(llm.ToolResult); ok {
@@ -335,13 +342,15 @@ func userMessage(parts []llm.Part) (chatMessage, error) {
 // dropped for the same reason.
 func assistantMessage(msg llm.Message) chatMessage {
 	cm := chatMessage{Role: "assistant"}
-	var text strings.Builder
-	hasText := false
+	var text string
+	texts := 0
 	for _, p := range msg.Parts {
 		switch p := p.(type) {
 		case llm.Text:
-			text.WriteString(p.Text)
-			hasText = true
+			// Usually one part: no copy. Several are joined as
+			// llm.Message.Text joins them.
+			text += p.Text
+			texts++
 		case llm.ToolCall:
 			args := p.Arguments
 			if strings.TrimSpace(args) == "" {
@@ -350,8 +359,8 @@ func assistantMessage(msg llm.Message) chatMessage {
 			cm.ToolCalls = append(cm.ToolCalls, chatToolCall{ID: p.ID, Type: "function", Function: functionCall{Name: p.Name, Arguments: args}})
 		}
 	}
-	if hasText || len(cm.ToolCalls) == 0 {
-		cm.Content = text.String()
+	if texts > 0 || len(cm.ToolCalls) == 0 {
+		cm.Content = text
 	}
 	return cm
 }

@@ -192,6 +192,7 @@ func Classify(status int, pe ProviderError) model.Kind {
 	}
 	if has("insufficient_quota", "enforced_spend_limit_reached", "billing", "quota_exceeded", "spend_limit") ||
 		strings.Contains(msg, "exceeded your current quota") || strings.Contains(msg, "spend limit") ||
+		strings.Contains(msg, "credit balance is too low") || strings.Contains(msg, "api usage limits") ||
 		status == http.StatusPaymentRequired {
 		return model.KindQuota
 	}

@@ -34,6 +34,8 @@ func TestClassify(t *testing.T) {
 		{429, `{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","code":"insufficient_quota"}}`, model.KindQuota},
 		{429, `{"type":"error","error":{"type":"rate_limit_error","message":"spend","details":{"error_code":"enforced_spend_limit_reached"}}}`, model.KindQuota},
 		{402, `{"error":{"type":"billing_error"}}`, model.KindQuota},
+		{400, `{"type":"error","error":{"type":"invalid_request_error","message":"Your credit balance is too low to access the Anthropic API."}}`, model.KindQuota},
+		{400, `{"type":"error","error":{"type":"invalid_request_error","message":"You have reached your specified API usage limits."}}`, model.KindQuota},
 		{400, `{"error":{"message":"This model's maximum context length is 128000 tokens","type":"invalid_request_error","code":"context_length_exceeded"}}`, model.KindContextTooLong},
 		{400, `{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 201000 tokens > 200000 maximum"}}`, model.KindContextTooLong},
 		{500, `{"error":{"type":"api_error"}}`, model.KindServer},
