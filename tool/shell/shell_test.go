@@ -76,6 +76,10 @@ func TestExitCode(t *testing.T) {
 	}
 }
 
+// ADVERSARIAL 60 (a sandboxed touch ~/x or curl is refused by the operating
+// system) is not covered: loom has no OS sandbox, and the package doc says
+// so. The policy is the guard; see policy_test.go for 54-56.
+
 // ADVERSARIAL 59: a command waiting on stdin gets end-of-file at once.
 func TestStdinIsEmpty(t *testing.T) {
 	tl := newTestTool(t, &Config{Timeout: time.Minute})

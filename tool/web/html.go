@@ -43,11 +43,16 @@ func HTMLText(doc []byte, base *url.URL) string {
 		case html.StartTagToken, html.SelfClosingTagToken:
 			name, hasAttr := z.TagName()
 			a := atom.Lookup(name)
-			attrs := map[string]string{}
-			for hasAttr {
+			var href, alt string // the only attributes used
+			for hasAttr && (a == atom.A || a == atom.Img) {
 				var k, v []byte
 				k, v, hasAttr = z.TagAttr()
-				attrs[string(k)] = string(v)
+				switch string(k) {
+				case "href":
+					href = string(v)
+				case "alt":
+					alt = string(v)
+				}
 			}
 			switch a {
 			case atom.Script, atom.Style, atom.Noscript, atom.Template, atom.Svg, atom.Iframe, atom.Object, atom.Canvas:
@@ -88,11 +93,11 @@ func HTMLText(doc []byte, base *url.URL) string {
 				w.block()
 				pre++
 			case atom.Img:
-				if alt := strings.TrimSpace(attrs["alt"]); alt != "" {
+				if alt := strings.TrimSpace(alt); alt != "" {
 					w.words(" [image: " + alt + "] ")
 				}
 			case atom.A:
-				href := resolve(base, attrs["href"])
+				href := resolve(base, href)
 				links = append(links, href)
 				if href != "" {
 					w.token("[")

@@ -688,3 +688,21 @@ func FuzzFetchNeverDialsPrivate(f *testing.F) {
 		}
 	})
 }
+
+func BenchmarkFetch(b *testing.B) {
+	page := []byte("<html><body>" + strings.Repeat(`<p>Some <a href="/a">linked</a> text &amp; more.</p>`, 2000) + "</body></html>")
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.Write(page)
+	}))
+	defer s.Close()
+	tl := New(&Config{Allow: []netip.AddrPort{netip.MustParseAddrPort(s.Listener.Addr().String())}, NoApproval: true})
+	args, _ := json.Marshal(Args{URL: s.URL})
+	b.SetBytes(int64(len(page)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if res, err := tl.Call(context.Background(), args); err != nil || res.IsError {
+			b.Fatal(res.Content, err)
+		}
+	}
+}
