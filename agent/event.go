@@ -59,13 +59,13 @@ type ApprovalRequested struct {
 	Calls []run.PendingCall `json:"calls"`
 }
 
-// ApprovalDecided is the decision about one call. Auto is set when no one
-// was asked: the tool said these arguments need no approval.
+// ApprovalDecided is the decision about one call the Approver was asked
+// about (or that Resumption.Decisions answered). Calls of tool.Approvable
+// tools whose arguments need no approval are approved without an event.
 type ApprovalDecided struct {
 	Turn     int          `json:"turn"`
 	Call     llm.ToolCall `json:"call"`
 	Decision run.Decision `json:"decision"`
-	Auto     bool         `json:"auto,omitempty"`
 }
 
 // InvalidToolCall says a call named a tool that is not allowed, and how

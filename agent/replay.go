@@ -140,6 +140,15 @@ func (x *runner) replayNote(n noteRecord) error {
 		if err != nil {
 			return err
 		}
+		if at, ok := step.(run.ApproveTools); ok {
+			// Decisions that follow from the arguments are not journaled.
+			if ok, err := x.autoApprove(at); err != nil || !ok {
+				return fmt.Errorf("a commit of tool results, but the run waits for approval decisions that were not recorded (err: %v)", err)
+			}
+			if step, err = r.Next(); err != nil {
+				return err
+			}
+		}
 		ct, ok := step.(run.CallTools)
 		if !ok {
 			return fmt.Errorf("a commit of tool results, but the run asks for %T", step)

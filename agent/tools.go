@@ -419,15 +419,35 @@ func (x *runner) approve(ctx context.Context, s run.ApproveTools) error {
 	if err := x.r.Approve(all); err != nil {
 		return &ApprovalError{Reason: "the decisions were refused", Err: err}
 	}
+	if len(decided) == 0 {
+		// Nothing was asked: the decisions follow from the arguments, and
+		// a replay makes them again (autoApprove), so they are not
+		// journaled or reported.
+		return nil
+	}
 	if err := x.j.approvalDecided(ctx, x, s.Turn, all); err != nil {
 		return err
 	}
 	for _, c := range s.Calls {
-		d, _ := findDecision(all, c.Call.ID)
-		_, isAuto := findDecision(auto, c.Call.ID)
-		x.emit(ApprovalDecided{Turn: s.Turn, Call: c.Call, Decision: d, Auto: isAuto})
+		if d, ok := findDecision(decided, c.Call.ID); ok {
+			x.emit(ApprovalDecided{Turn: s.Turn, Call: c.Call, Decision: d})
+		}
 	}
 	return nil
+}
+
+// autoApprove approves the calls of an ApproveTools step when none of
+// them needs a decision by its arguments, and reports whether it did.
+func (x *runner) autoApprove(s run.ApproveTools) (bool, error) {
+	ds := make([]run.Decision, len(s.Calls))
+	for i, c := range s.Calls {
+		t, ok := x.a.orig[c.Call.Name]
+		if !ok || tool.NeedsApproval(t, c.Call.Args()) {
+			return false, nil
+		}
+		ds[i] = run.Decision{CallID: c.Call.ID, Action: run.Approved}
+	}
+	return true, x.r.Approve(ds)
 }
 
 func findDecision(ds []run.Decision, id string) (run.Decision, bool) {
