@@ -179,7 +179,7 @@ func (st *grepState) file(rel string) {
 		st.skipBin++
 		return
 	}
-	budget := st.ts.opts.MaxResult - 300
+	budget := resultBudget(st.ts.opts.MaxResult)
 	line, counted := 1, 0 // data[:counted] has had its newlines counted
 	found := false
 	for from := 0; from <= len(data); {

@@ -145,9 +145,6 @@ func (ts *Toolset) read(ctx context.Context, in readArgs) (string, error) {
 		return "", err
 	}
 	defer f.Close()
-	if fi.Size() == 0 {
-		return fmt.Sprintf("(%s is empty)", rel), nil
-	}
 	capped := io.LimitReader(f, ts.opts.MaxFileSize)
 	br := bufio.NewReaderSize(capped, 64<<10)
 	head, _ := br.Peek(sniffLen)
@@ -155,8 +152,8 @@ func (ts *Toolset) read(ctx context.Context, in readArgs) (string, error) {
 		return fmt.Sprintf("%s is a binary file (%d bytes); its content is not shown.", rel, fi.Size()), nil
 	}
 
-	budget := ts.opts.MaxResult - 200 // room for the closing note
-	out := make([]byte, 0, min(budget, int(min(fi.Size(), int64(budget)))+1024))
+	budget := resultBudget(ts.opts.MaxResult)
+	out := make([]byte, 0, min(int64(budget), fi.Size()+1024))
 	line := make([]byte, 0, 256)
 	n := 0 // lines read
 	shown := 0
@@ -210,6 +207,12 @@ func (ts *Toolset) read(ctx context.Context, in readArgs) (string, error) {
 		note = fmt.Sprintf("\n[stopped at the read limit: %s is %d bytes long and only its first %d bytes were read]", rel, fi.Size(), ts.opts.MaxFileSize)
 	}
 	return string(out) + note, nil
+}
+
+// resultBudget is how much of a result of at most max bytes a tool fills
+// before it stops to leave room for its closing note.
+func resultBudget(max int) int {
+	return max - min(300, max/2)
 }
 
 // readLine appends the next line of br to line (without its newline), cut

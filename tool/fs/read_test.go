@@ -181,3 +181,19 @@ func TestReadFileHugeSparse(t *testing.T) {
 	t.Log(msg)
 	e.fails("edit_file", map[string]any{"path": "huge.log", "old_string": "line 1", "new_string": "x"}, "at most")
 }
+
+func TestTinyResultLimit(t *testing.T) {
+	e := newEnv(t, &fs.Options{MaxResult: 20})
+	e.file("a.txt", lines(10))
+	for _, c := range []struct{ name, args string }{
+		{"read_file", `{"path":"a.txt"}`},
+		{"grep", `{"pattern":"line"}`},
+		{"glob", `{"pattern":"*"}`},
+		{"list_dir", `{}`},
+	} {
+		res := e.call(c.name, c.args)
+		if res.IsError {
+			t.Errorf("%s: %s", c.name, res.Content)
+		}
+	}
+}
