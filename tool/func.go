@@ -38,7 +38,8 @@ type FuncOptions[In any] struct {
 }
 
 // FuncTool is a tool made by [Func] or [NewFunc]. It is safe for concurrent
-// use when its function is.
+// use when its function is. It always implements [Approvable]; without
+// FuncOptions.ApprovalFor its answer is the spec's NeedsApproval.
 type FuncTool[In, Out any] struct {
 	spec     llm.ToolSpec
 	resolved *jsonschema.Resolved
