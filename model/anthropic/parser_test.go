@@ -158,3 +158,62 @@ func TestParserProtocolErrorsAreTyped(t *testing.T) {
 		}
 	}
 }
+
+// FuzzFastDelta checks the reflection-free delta reader against
+// encoding/json: whatever it accepts, encoding/json reads the same way.
+func FuzzFastDelta(f *testing.F) {
+	for _, s := range []string{
+		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hello"}}`,
+		`{"delta":{"partial_json":"{\"a\":","type":"input_json_delta"},"index":12,"type":"content_block_delta"}`,
+		` { "type" : "content_block_delta" , "index" : 3 , "delta" : { "type" : "thinking_delta" , "thinking" : "é\u00e9\n" } } `,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"abc="}}`,
+		`{"type":"content_block_delta","index":-1,"delta":{"type":"text_delta","text":"x"}}`,
+		`{"type":"content_block_delta","index":0,"index":1,"delta":{"type":"text_delta","text":"x"}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"\xff"}}`,
+		`{"type":"content_block_delta","index":01,"delta":{"type":"text_delta","text":"x"}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		index, dtype, payload, ok := fastDelta(data)
+		if !ok {
+			return
+		}
+		var ev streamEvent
+		if err := json.Unmarshal(data, &ev); err != nil {
+			t.Fatalf("fastDelta accepted %q, which encoding/json refuses: %v", data, err)
+		}
+		if ev.Type != "content_block_delta" || ev.Index == nil || *ev.Index != index || ev.Delta == nil || ev.Delta.Type != dtype {
+			t.Fatalf("%q: fast %d %q, full %+v", data, index, dtype, ev)
+		}
+		want := map[string]string{"text_delta": ev.Delta.Text, "thinking_delta": ev.Delta.Thinking, "signature_delta": ev.Delta.Signature, "input_json_delta": ev.Delta.PartialJSON}[dtype]
+		if payload != want {
+			t.Fatalf("%q: fast payload %q, full %q", data, payload, want)
+		}
+	})
+}
+
+func TestFastDeltaShapes(t *testing.T) {
+	accept := []string{
+		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hello"}}`,
+		`{"delta":{"partial_json":"{\"a\":","type":"input_json_delta"},"index":12,"type":"content_block_delta"}`,
+	}
+	refuse := []string{
+		`{"type":"content_block_delta","index":0,"delta":{"type":"citations_delta","citation":{}}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","thinking":"x"}}`,
+		`{"type":"content_block_delta","index":0.5,"delta":{"type":"text_delta","text":"x"}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}} trailing`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"},"extra":1}`,
+		`{"type":"content_block_delta","delta":{"type":"text_delta","text":"x"}}`,
+	}
+	for _, s := range accept {
+		if _, _, _, ok := fastDelta([]byte(s)); !ok {
+			t.Errorf("refused %s", s)
+		}
+	}
+	for _, s := range refuse {
+		if _, _, _, ok := fastDelta([]byte(s)); ok {
+			t.Errorf("accepted %s", s)
+		}
+	}
+}

@@ -220,6 +220,12 @@ func (p *parser) add(typ string, data []byte, out []llm.Event) ([]llm.Event, err
 	if typ == "error" {
 		return out, wire.StreamError(p.op, p.header, data)
 	}
+	if typ == "content_block_delta" && p.started {
+		// The hot path: most events of a stream are deltas of one shape.
+		if index, dtype, payload, ok := fastDelta(data); ok {
+			return p.delta(&index, dtype, payload, out)
+		}
+	}
 	ev := &p.ev
 	*ev = streamEvent{}
 	if err := json.Unmarshal(data, ev); err != nil {
@@ -294,47 +300,23 @@ func (p *parser) add(typ string, data []byte, out []llm.Event) ([]llm.Event, err
 		}
 		p.blocks = append(p.blocks, st)
 	case "content_block_delta":
-		st, err := p.openBlock(typ, ev.Index)
-		if err != nil {
-			return out, err
-		}
 		if ev.Delta == nil {
+			if _, err := p.openBlock(typ, ev.Index); err != nil {
+				return out, err
+			}
 			return out, p.protocolError("content_block_delta without a delta")
 		}
 		d := ev.Delta
+		payload := d.Text
 		switch d.Type {
-		case "text_delta":
-			if st.kind != blockText {
-				return out, p.protocolError("text_delta for a block that is not text")
-			}
-			out = append(out, llm.TextDelta{Text: d.Text})
 		case "thinking_delta":
-			if st.kind != blockThinking {
-				return out, p.protocolError("thinking_delta for a block that is not thinking")
-			}
-			out = append(out, llm.ThinkingDelta{Start: st.unopened, Text: d.Thinking})
-			st.unopened = false
+			payload = d.Thinking
 		case "signature_delta":
-			if st.kind != blockThinking {
-				return out, p.protocolError("signature_delta for a block that is not thinking")
-			}
-			out = append(out, llm.ThinkingDelta{Start: st.unopened, Signature: d.Signature})
-			st.unopened = false
+			payload = d.Signature
 		case "input_json_delta":
-			if st.kind != blockToolUse {
-				if st.kind == blockOther {
-					break // input of a server tool
-				}
-				return out, p.protocolError("input_json_delta for a block that is not tool_use")
-			}
-			if d.PartialJSON != "" {
-				st.gotInput = true
-				out = append(out, llm.ToolCallDelta{Index: *ev.Index, Arguments: d.PartialJSON})
-			}
-		default:
-			// citations_delta and delta types added later carry nothing
-			// loom keeps.
+			payload = d.PartialJSON
 		}
+		return p.delta(ev.Index, d.Type, payload, out)
 	case "content_block_stop":
 		st, err := p.openBlock(typ, ev.Index)
 		if err != nil {
@@ -379,6 +361,49 @@ func (p *parser) add(typ string, data []byte, out []llm.Event) ([]llm.Event, err
 		out = append(out, llm.Finish{Reason: finishReason(p.stop)})
 	default:
 		// Event types added later are ignored, as the API asks.
+	}
+	return out, nil
+}
+
+// delta handles a content_block_delta for block index of type dtype, whose
+// text, thinking, signature or partial JSON is payload.
+func (p *parser) delta(index *int, dtype, payload string, out []llm.Event) ([]llm.Event, error) {
+	st, err := p.openBlock("content_block_delta", index)
+	if err != nil {
+		return out, err
+	}
+	switch dtype {
+	case "text_delta":
+		if st.kind != blockText {
+			return out, p.protocolError("text_delta for a block that is not text")
+		}
+		out = append(out, llm.TextDelta{Text: payload})
+	case "thinking_delta":
+		if st.kind != blockThinking {
+			return out, p.protocolError("thinking_delta for a block that is not thinking")
+		}
+		out = append(out, llm.ThinkingDelta{Start: st.unopened, Text: payload})
+		st.unopened = false
+	case "signature_delta":
+		if st.kind != blockThinking {
+			return out, p.protocolError("signature_delta for a block that is not thinking")
+		}
+		out = append(out, llm.ThinkingDelta{Start: st.unopened, Signature: payload})
+		st.unopened = false
+	case "input_json_delta":
+		if st.kind != blockToolUse {
+			if st.kind == blockOther {
+				break // input of a server tool
+			}
+			return out, p.protocolError("input_json_delta for a block that is not tool_use")
+		}
+		if payload != "" {
+			st.gotInput = true
+			out = append(out, llm.ToolCallDelta{Index: *index, Arguments: payload})
+		}
+	default:
+		// citations_delta and delta types added later carry nothing loom
+		// keeps.
 	}
 	return out, nil
 }
