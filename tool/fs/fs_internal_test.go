@@ -73,3 +73,14 @@ func TestGlobMatch(t *testing.T) {
 		t.Errorf("literalPrefix = %q", g.literalPrefix())
 	}
 }
+
+func TestRelInvalidUTF8(t *testing.T) {
+	ts, err := New(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ts.Close()
+	if _, err := ts.rel("a\xffb", false); err == nil || !strings.Contains(err.Error(), "UTF-8") {
+		t.Errorf("invalid UTF-8 path: %v", err)
+	}
+}

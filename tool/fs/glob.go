@@ -62,7 +62,7 @@ func (ts *Toolset) globFiles(ctx context.Context, in globArgs) (string, error) {
 				if d.IsDir() {
 					rel += "/"
 				}
-				matches = append(matches, rel)
+				matches = append(matches, display(rel))
 			}
 			return nil
 		},

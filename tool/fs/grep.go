@@ -194,7 +194,7 @@ func (st *grepState) file(rel string) {
 		line += bytes.Count(data[counted:lineStart], []byte{'\n'})
 		counted = lineStart
 		before := len(st.out)
-		st.out = append(st.out, rel...)
+		st.out = append(st.out, display(rel)...)
 		st.out = append(st.out, ':')
 		st.out = strconv.AppendInt(st.out, int64(line), 10)
 		st.out = append(st.out, ": "...)

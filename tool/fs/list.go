@@ -53,15 +53,16 @@ func (ts *Toolset) list(ctx context.Context, in listArgs) (string, error) {
 		if i%256 == 0 && ctx.Err() != nil {
 			return "", fmt.Errorf("list_dir stopped: %w", context.Cause(ctx))
 		}
-		name := e.Name()
+		name := display(e.Name())
 		switch t := e.Type(); {
 		case t.IsDir():
 			b.WriteString(name + "/\n")
 		case t&iofs.ModeSymlink != 0:
-			target, err := ts.root.Readlink(path.Join(rel, name))
+			target, err := ts.root.Readlink(path.Join(rel, e.Name()))
 			if err != nil {
 				target = "?"
 			}
+			target = display(target)
 			fmt.Fprintf(&b, "%s -> %s\n", name, target)
 		case t.IsRegular():
 			size := "?"

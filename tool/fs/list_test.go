@@ -118,3 +118,20 @@ func TestGrepBounded(t *testing.T) {
 		t.Errorf("big file: %q", got)
 	}
 }
+
+// ADVERSARIAL 49: odd names in the workspace do not corrupt output.
+func TestOddNamesShownQuoted(t *testing.T) {
+	e := newEnv(t, nil)
+	e.file("bad\xffname.txt", "hit\n")
+	e.file("two\nlines.txt", "hit\n")
+	for _, c := range []struct{ name, args string }{
+		{"list_dir", `{}`},
+		{"glob", `{"pattern":"*.txt"}`},
+		{"grep", `{"pattern":"hit"}`},
+	} {
+		got := e.ok(c.name, c.args)
+		if !strings.Contains(got, `"two\nlines.txt"`) || !strings.Contains(got, `"bad\xffname.txt"`) {
+			t.Errorf("%s: %q", c.name, got)
+		}
+	}
+}

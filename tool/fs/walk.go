@@ -6,7 +6,9 @@ import (
 	iofs "io/fs"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // readDir returns the entries of the directory rel sorted by name. It opens
@@ -92,4 +94,16 @@ func (w *walker) dir(rel string) error {
 		}
 	}
 	return nil
+}
+
+// display returns a name as a tool shows it: quoted when it holds control
+// characters or invalid UTF-8, so a hostile file name cannot forge lines of
+// output.
+func display(name string) string {
+	for _, r := range name {
+		if r < 0x20 || r == 0x7f || r == utf8.RuneError {
+			return strconv.Quote(name)
+		}
+	}
+	return name
 }
