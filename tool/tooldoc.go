@@ -1,5 +1,5 @@
-// Package tool defines what loom calls a tool (see [Tool]) and the pieces
-// every tool shares: a [Set] the driver looks tools up in, the typed
+// Beyond the [Tool] interface, the package holds the pieces every tool
+// shares: a [Set] the driver looks tools up in, the typed
 // constructor [Func] whose JSON Schema is inferred from a Go type and whose
 // arguments are validated before the function runs, result truncation
 // ([Truncate]), middleware ([Chain], [Wrap]) and per-call approval
@@ -21,4 +21,6 @@
 // not), the tool implements [Approvable], and drivers ask [NeedsApproval],
 // which consults it. Middleware built with [Wrap] keeps the decision of the
 // tool it wraps.
+//
+// (This comment continues the package comment in tool.go.)
 package tool
