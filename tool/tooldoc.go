@@ -21,6 +21,4 @@
 // not), the tool implements [Approvable], and drivers ask [NeedsApproval],
 // which consults it. Middleware built with [Wrap] keeps the decision of the
 // tool it wraps.
-//
-// (This comment continues the package comment in tool.go.)
 package tool
