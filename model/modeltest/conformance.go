@@ -498,7 +498,7 @@ func (s Suite) faults() []fault {
 		{name: "401", turn: loomtest.Status(401, "", ""), kind: model.KindAuth, retryable: &no},
 		{name: "403", turn: loomtest.Status(403, "", ""), kind: model.KindPermission, retryable: &no},
 		{name: "404", turn: loomtest.Status(404, "", ""), kind: model.KindNotFound, retryable: &no},
-		{name: "413", turn: loomtest.Status(413, "request_too_large", ""), kind: model.KindRequestTooLarge, retryable: &no},
+		{name: "413", turn: loomtest.Status(413, "request_too_large", ""), kind: model.KindRequestTooLarge, retryable: &no, check: quotes("compact")},
 		{name: "429 retry-after", turn: loomtest.Status(429, "", "").WithHeader("retry-after", "2"), kind: model.KindRateLimited, retryable: &yes, check: retryAfter(2 * time.Second)},
 		{name: "429 retry-after-ms wins", turn: loomtest.Status(429, "", "").WithHeader("retry-after", "30").WithHeader("retry-after-ms", "1500"), kind: model.KindRateLimited, check: retryAfter(1500 * time.Millisecond)},
 		{name: "429 quota", turn: quota, kind: model.KindQuota, retryable: &no},
@@ -657,6 +657,26 @@ func (s Suite) testCancel(t *testing.T) {
 			}
 		})
 	})
+	t.Run("during retry backoff", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			a := &attempts{turns: []loomtest.Turn{loomtest.Status(529, "overloaded_error", "Overloaded")}}
+			inner, _ := s.startPipe(t, loomtest.Config{Func: a.turn}, Setup{})
+			m := model.Retry(model.RetryPolicy{BaseDelay: 10 * time.Second})(inner)
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(time.Second, cancel)
+			start := time.Now()
+			_, err := m.Generate(ctx, baseRequest)
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("err = %v, want context.Canceled", err)
+			}
+			if d := time.Since(start); d != time.Second {
+				t.Errorf("returned %v after the start, want at the cancel (1s)", d)
+			}
+			if len(a.at) != 1 {
+				t.Errorf("%d requests; none may follow a cancel", len(a.at))
+			}
+		})
+	})
 	t.Run("break", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			turn := loomtest.Text("a b c d e f g h").CutAt(4, loomtest.CutSilence)
@@ -730,6 +750,15 @@ func (a *attempts) turn(r *loomtest.Request) loomtest.Turn {
 	return a.turns[i]
 }
 
+// backoffBetween checks that the retry came after a wait in [lo, hi].
+func backoffBetween(lo, hi time.Duration) func(*testing.T, *attempts, time.Time, error) {
+	return func(t *testing.T, a *attempts, _ time.Time, _ error) {
+		if d := a.at[1].Sub(a.at[0]); d < lo || d > hi {
+			t.Errorf("retried after %v, want between %v and %v", d, lo, hi)
+		}
+	}
+}
+
 func (s Suite) testRetry(t *testing.T) {
 	overloaded := loomtest.Status(529, "overloaded_error", "Overloaded")
 	answer := loomtest.Text("finally")
@@ -775,6 +804,14 @@ func (s Suite) testRetry(t *testing.T) {
 					t.Errorf("failed after %v, want at once", d)
 				}
 			}},
+		{name: "429 retry-after in the past", turns: []loomtest.Turn{loomtest.Status(429, "", "").WithHeader("retry-after", "Fri, 31 Dec 1999 23:59:00 GMT"), answer}, requests: 2, // before the fake clock of synctest (2000-01-01) and the real one
+			check: backoffBetween(0, 500*time.Millisecond)},
+		{name: "429 retry-after negative", turns: []loomtest.Turn{loomtest.Status(429, "", "").WithHeader("retry-after", "-5"), answer}, requests: 2,
+			check: backoffBetween(375*time.Millisecond, 500*time.Millisecond)},
+		{name: "429 retry-after NaN", turns: []loomtest.Turn{loomtest.Status(429, "", "").WithHeader("retry-after", "NaN"), answer}, requests: 2,
+			check: backoffBetween(375*time.Millisecond, 500*time.Millisecond)},
+		{name: "429 retry-after garbage", turns: []loomtest.Turn{loomtest.Status(429, "", "").WithHeader("retry-after", "abc").WithHeader("retry-after-ms", "inf"), answer}, requests: 2,
+			check: backoffBetween(375*time.Millisecond, 500*time.Millisecond)},
 		{name: "401 once", turns: []loomtest.Turn{loomtest.Status(401, "", ""), answer}, requests: 1, kind: model.KindAuth},
 		{name: "400 once", turns: []loomtest.Turn{loomtest.Status(400, "", ""), answer}, requests: 1, kind: model.KindBadRequest},
 		{name: "403 once", turns: []loomtest.Turn{loomtest.Status(403, "", ""), answer}, requests: 1, kind: model.KindPermission},
