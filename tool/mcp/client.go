@@ -39,7 +39,9 @@ type Options struct {
 	BaseEnv []string
 
 	// Stderr, when not nil, receives what stdio servers write to their
-	// stderr. The last few KiB are always kept for error messages.
+	// stderr, from a goroutine of its own; Close returns after the last
+	// write (or after TerminateGrace, if something keeps the pipe open).
+	// The last few KiB are always kept for error messages.
 	Stderr io.Writer
 
 	// HTTPClient sends the requests of streamable HTTP servers. Nil means
