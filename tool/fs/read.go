@@ -146,7 +146,7 @@ func (ts *Toolset) read(ctx context.Context, in readArgs) (string, error) {
 	}
 	defer f.Close()
 	capped := io.LimitReader(f, ts.opts.MaxFileSize)
-	br := bufio.NewReaderSize(capped, 64<<10)
+	br := bufio.NewReaderSize(capped, int(min(max(fi.Size()+1, sniffLen+192), 64<<10)))
 	head, _ := br.Peek(sniffLen)
 	if isBinary(head) {
 		return fmt.Sprintf("%s is a binary file (%d bytes); its content is not shown.", rel, fi.Size()), nil
