@@ -1,3 +1,5 @@
+//go:build unix
+
 package sqlite
 
 import (
@@ -12,7 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,7 +28,8 @@ import (
 // the roles below instead of the tests, talking to its parent on stdout.
 const childEnv = "LOOM_STORE_SQLITE_CHILD"
 
-func TestMain(m *testing.M) {
+// childMain runs the child role named by childEnv, if any, and exits.
+func childMain() {
 	if role := os.Getenv(childEnv); role != "" {
 		if err := runChild(role, os.Getenv("LOOM_CHILD_DB"), os.Getenv("LOOM_CHILD_ARG")); err != nil {
 			fmt.Fprintln(os.Stderr, "child:", err)
@@ -35,7 +37,6 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
 }
 
 func runChild(role, path, arg string) error {
@@ -162,9 +163,6 @@ type child struct {
 
 func startChild(t *testing.T, role, path, arg string) *child {
 	t.Helper()
-	if runtime.GOOS == "windows" || runtime.GOOS == "js" || runtime.GOOS == "wasip1" {
-		t.Skip("needs subprocesses and SIGKILL")
-	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"="+role, "LOOM_CHILD_DB="+path, "LOOM_CHILD_ARG="+arg)
 	stdout, err := cmd.StdoutPipe()

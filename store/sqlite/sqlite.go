@@ -32,6 +32,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -131,7 +132,11 @@ func open(path string, opts *Options, extra url.Values) (*Store, error) {
 			q.Add(k, v)
 		}
 	}
-	dsn := (&url.URL{Scheme: "file", Path: filepath.ToSlash(abs), RawQuery: q.Encode()}).String()
+	uriPath := filepath.ToSlash(abs)
+	if !strings.HasPrefix(uriPath, "/") {
+		uriPath = "/" + uriPath // file:///C:/... on Windows
+	}
+	dsn := (&url.URL{Scheme: "file", Path: uriPath, RawQuery: q.Encode()}).String()
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("store/sqlite: open %s: %w", abs, err)
