@@ -61,9 +61,9 @@ func collectErrs(seq func(func(agent.Event, error) bool)) []error {
 func TestBadConfigIsReported(t *testing.T) {
 	m := modeltest.NewScript()
 	for name, cfg := range map[string]agent.Config{
-		"MaxTurns":        {Model: m, MaxTurns: agent.Limit(-1)},
-		"ToolConcurrency": {Model: m, ToolConcurrency: -2},
-		"Budget.Soft":     {Model: m, Budget: agent.Budget{Soft: 1.5}},
+		"MaxTurns":         {Model: m, MaxTurns: agent.Limit(-1)},
+		"ToolConcurrency":  {Model: m, ToolConcurrency: -2},
+		"Budget.Soft":      {Model: m, Budget: agent.Budget{Soft: 1.5}},
 		"Budget.MaxTokens": {Model: m, Budget: agent.Budget{MaxTokens: -1}},
 	} {
 		_, err := agent.New(cfg).Run(context.Background(), agent.Prompt("hi"))

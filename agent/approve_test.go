@@ -164,9 +164,13 @@ func TestApprovalAbortAndBadDecisions(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 	for name, ap := range map[string]agent.Approver{
-		"none":    agent.ApproverFunc(func(context.Context, agent.ApprovalRequest) ([]run.Decision, error) { return nil, nil }),
-		"unknown": agent.ApproverFunc(func(context.Context, agent.ApprovalRequest) ([]run.Decision, error) { return []run.Decision{{CallID: "zz", Action: run.Approved}}, nil }),
-		"failing": agent.ApproverFunc(func(context.Context, agent.ApprovalRequest) ([]run.Decision, error) { return nil, errors.New("tty gone") }),
+		"none": agent.ApproverFunc(func(context.Context, agent.ApprovalRequest) ([]run.Decision, error) { return nil, nil }),
+		"unknown": agent.ApproverFunc(func(context.Context, agent.ApprovalRequest) ([]run.Decision, error) {
+			return []run.Decision{{CallID: "zz", Action: run.Approved}}, nil
+		}),
+		"failing": agent.ApproverFunc(func(context.Context, agent.ApprovalRequest) ([]run.Decision, error) {
+			return nil, errors.New("tty gone")
+		}),
 	} {
 		_, err := agent.New(agent.Config{Model: script(), Approver: ap, Tools: tools}).Run(context.Background(), agent.Prompt("go"))
 		if !errors.Is(err, agent.ErrApproval) {

@@ -55,10 +55,10 @@ type ledger struct {
 	Repeats      map[string]int `json:"repeats,omitempty"`
 	FailedRounds int            `json:"failed_rounds,omitempty"`
 	// InvalidRetries counts the run.Retry resolutions the machine accepted.
-	InvalidRetries int `json:"invalid_retries,omitempty"`
-	Warned       []string       `json:"warned,omitempty"`
-	WrappedUp    bool           `json:"wrapped_up,omitempty"`
-	Elapsed      time.Duration  `json:"elapsed_ns,omitempty"`
+	InvalidRetries int           `json:"invalid_retries,omitempty"`
+	Warned         []string      `json:"warned,omitempty"`
+	WrappedUp      bool          `json:"wrapped_up,omitempty"`
+	Elapsed        time.Duration `json:"elapsed_ns,omitempty"`
 }
 
 func (l ledger) clone() ledger {

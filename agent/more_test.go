@@ -27,7 +27,7 @@ type weather struct {
 
 func TestRunAsValidatesAndReprompts(t *testing.T) {
 	m := modeltest.NewScript(
-		modeltest.Text(`{"city":"Paris"}`),                               // missing celsius
+		modeltest.Text(`{"city":"Paris"}`),                                  // missing celsius
 		modeltest.Text("```json\n{\"city\":\"Paris\",\"celsius\":25}\n```"), // fenced: accepted
 	)
 	a := agent.New(agent.Config{Model: m})
@@ -160,7 +160,9 @@ func TestTurnHookSwapsModelAndPatchesRequest(t *testing.T) {
 		}
 	}
 	// A hook can stop the run.
-	stop := func(context.Context, agent.TurnInfo, *llm.Request) (model.Model, error) { return nil, agent.Stop("no more") }
+	stop := func(context.Context, agent.TurnInfo, *llm.Request) (model.Model, error) {
+		return nil, agent.Stop("no more")
+	}
 	_, err = agent.New(agent.Config{Model: main, TurnHook: stop}).Run(context.Background(), agent.Prompt("go"))
 	if !errors.Is(err, agent.ErrStopped) {
 		t.Fatalf("err = %v", err)

@@ -366,7 +366,7 @@ func TestIdempotencyKeyIsPerCall(t *testing.T) {
 func TestInvalidCallsDefaultPolicy(t *testing.T) {
 	p := &probe{name: "read_file", effect: llm.EffectReadOnly}
 	m := modeltest.NewScript(
-		modeltest.ToolCalls(call("1", "Read-File", "a")),                          // repaired
+		modeltest.ToolCalls(call("1", "Read-File", "a")),                                  // repaired
 		modeltest.ToolCalls(call("2", "rm_everything", "/"), call("3", "read_file", "b")), // retried with feedback
 		modeltest.ToolCalls(modeltest.Call("4", "read_file", `{"text": "a.go",}`)),        // malformed
 		modeltest.Text("done"),
