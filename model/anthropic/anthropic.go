@@ -32,7 +32,10 @@
 // HTTP 200 becomes a *model.Error classified by its error.type
 // (overloaded_error: KindOverloaded); a stream that ends before
 // message_stop fails with KindTruncatedStream, and so does one whose
-// connection breaks mid-way. A stream that sends no bytes for
+// connection breaks mid-way. A whole JSON message sent to a streaming
+// request (a proxy that ignored "stream") is replayed as events; an HTML
+// page or other non-JSON answer fails with KindInvalidResponse quoting its
+// start. A stream that sends no bytes for
 // Config.IdleTimeout fails with KindTimeout.
 //
 // stop_reason maps to finish reasons: end_turn and stop_sequence to stop,
@@ -48,6 +51,7 @@ package anthropic
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"iter"
@@ -219,14 +223,7 @@ func (m *Model) stream(ctx context.Context, req llm.Request, yield func(llm.Even
 	defer resp.Body.Close()
 	watch.Touch()
 	if !wire.IsEventStream(resp) {
-		raw, err := wire.ReadBody(ctx, opStream, resp, wire.MaxErrorBody)
-		if err != nil {
-			yield(nil, err)
-			return
-		}
-		e := wire.InvalidResponse(opStream, resp, raw, nil)
-		e.Message = "want a text/event-stream, got Content-Type " + quoteOrNone(resp.Header.Get("Content-Type")) + ": " + e.Message
-		yield(nil, e)
+		m.notAStream(ctx, resp, yield)
 		return
 	}
 
@@ -275,6 +272,42 @@ func (m *Model) readError(p *parser, err error) error {
 		}
 	}
 	return err
+}
+
+// notAStream handles a 2xx answer to a streaming request that is not an
+// event stream: a whole message (a proxy that ignored "stream") is replayed
+// as the events a stream would have carried; an error object is that
+// error; anything else (an HTML page) is an invalid response.
+func (m *Model) notAStream(ctx context.Context, resp *http.Response, yield func(llm.Event, error) bool) {
+	raw, err := wire.ReadBody(ctx, opStream, resp, m.cfg.MaxResponseBytes)
+	if err != nil {
+		yield(nil, err)
+		return
+	}
+	if wire.CheckJSON(opStream, resp, raw) == nil {
+		var probe struct {
+			Type string `json:"type"`
+		}
+		if json.Unmarshal(raw, &probe) == nil {
+			switch probe.Type {
+			case "message":
+				if r, err := decodeMessage(opStream, resp, raw); err == nil {
+					for _, e := range model.Events(r) {
+						if !yield(e, nil) {
+							return
+						}
+					}
+					return
+				}
+			case "error":
+				yield(nil, wire.StreamError(opStream, resp.Header, raw))
+				return
+			}
+		}
+	}
+	e := wire.InvalidResponse(opStream, resp, raw, nil)
+	e.Message = "want a text/event-stream, got Content-Type " + quoteOrNone(resp.Header.Get("Content-Type")) + ": " + e.Message
+	yield(nil, e)
 }
 
 func quoteOrNone(s string) string {

@@ -481,3 +481,22 @@ func ExampleNew() {
 	fmt.Println(resp.Text(), resp.FinishReason)
 	// Output: Hello from the Messages API. stop
 }
+
+func TestStreamRequestAnsweredWithJSON(t *testing.T) {
+	// A proxy that ignores "stream": the blocking body of the same turn.
+	msg := `{"id":"msg_9","type":"message","role":"assistant","model":"claude-x","content":[{"type":"text","text":"whole"},{"type":"tool_use","id":"toolu_9","name":"list_dir","input":{}}],"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":4,"output_tokens":2}}`
+	srv2 := loomtest.Start(loomtest.Config{Turns: []loomtest.Turn{
+		{Body: msg, ContentType: "application/json"},
+		{Body: `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`, ContentType: "application/json"},
+	}})
+	defer srv2.Close()
+	m := newModel(srv2, anthropic.Config{})
+	resp, evs, err := modeltest.StreamCall(context.Background(), m, llm.Request{Messages: []llm.Message{llm.UserText("hi")}})
+	if err != nil || resp.Text() != "whole" || len(resp.ToolCalls()) != 1 || resp.FinishReason != llm.FinishToolCalls || resp.Usage.OutputTokens != 2 || resp.Truncated {
+		t.Fatalf("resp %+v, events %v, err %v", resp, evs, err)
+	}
+	_, _, err = modeltest.StreamCall(context.Background(), m, llm.Request{Messages: []llm.Message{llm.UserText("hi")}})
+	if model.KindOf(err) != model.KindOverloaded {
+		t.Fatalf("err = %v", err)
+	}
+}
