@@ -40,7 +40,9 @@
 // needs approval (a redirect to it is Ask, and so is the file tools' write).
 // A process that both leaves the process
 // group and rewrites its environment can outlive the call; only a PID
-// namespace or a cgroup would catch it.
+// namespace or a cgroup would catch it. Killed processes whose parent is
+// gone are reaped by init; when loom itself runs as PID 1 (a container
+// without --init), nobody reaps them and they stay as zombies.
 //
 // [Tool] is safe for concurrent use: each call runs its own bash.
 package shell
