@@ -1,5 +1,3 @@
-// Package tool defines what loom calls a tool: a spec the model sees and a
-// function the driver runs with the model's JSON arguments.
 package tool
 
 import (
