@@ -1,3 +1,6 @@
+// Package tool defines what loom calls a tool: a spec the model sees and a
+// function the driver runs with the model's JSON arguments.
+//
 // Beyond the [Tool] interface, the package holds the pieces every tool
 // shares: a [Set] the driver looks tools up in, the typed
 // constructor [Func] whose JSON Schema is inferred from a Go type and whose
