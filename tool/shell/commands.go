@@ -28,6 +28,9 @@ func (s *scope) argv(a []word, n syntax.Node, stdin *word) {
 		s.note(Deny, n, "is on this policy's list of refused commands")
 		return
 	}
+	if !trusted(name.s) && !slices.Contains(s.c.p.Safe, name.s) {
+		s.note(Ask, n, name.s+" is not a system program")
+	}
 	if w, ok := unwrap(base, a); ok {
 		if w.floor > Allow {
 			s.note(w.floor, n, w.reason)
@@ -925,8 +928,7 @@ func (s *scope) safe(base string, a []word, n syntax.Node) {
 		return
 	}
 	if !trusted(name) {
-		s.note(Ask, n, name+" is not a system program")
-		return
+		return // argv asked already
 	}
 	if !safeCommands[base] {
 		s.note(Ask, n, base+" is not on the read-only list")
