@@ -82,14 +82,21 @@ func (addr) String() string  { return "pipenet" }
 func Serve(h http.Handler) (*http.Client, func()) {
 	l := Listen()
 	base, cancel := context.WithCancel(context.Background())
-	var handlers sync.WaitGroup
+	// Count connections from the server's own hooks: StateNew is reported
+	// before Serve hands the connection on, StateClosed after its last
+	// handler returned, so the count is right whenever Serve has returned.
+	var conns sync.WaitGroup
 	srv := &http.Server{
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			handlers.Add(1)
-			defer handlers.Done()
-			h.ServeHTTP(w, r)
-		}),
+		Handler:     h,
 		BaseContext: func(net.Listener) context.Context { return base },
+		ConnState: func(_ net.Conn, st http.ConnState) {
+			switch st {
+			case http.StateNew:
+				conns.Add(1)
+			case http.StateClosed, http.StateHijacked:
+				conns.Done()
+			}
+		},
 	}
 	done := make(chan struct{})
 	go func() {
@@ -103,6 +110,6 @@ func Serve(h http.Handler) (*http.Client, func()) {
 		tr.CloseIdleConnections()
 		srv.Close()
 		<-done
-		handlers.Wait()
+		conns.Wait()
 	}
 }

@@ -68,6 +68,7 @@ type Decoder struct {
 	eof        bool
 	err        error // sticky error, returned once the buffer is drained
 	empty      int   // consecutive reads that returned nothing
+	scanned    int   // bytes of buf[start:end] known to hold no line end
 
 	data     []byte
 	sawData  bool
@@ -194,7 +195,11 @@ func (d *Decoder) line() (line []byte, ok bool, err error) {
 			d.bom = true
 		}
 		unread := d.buf[d.start:d.end]
-		if i := bytes.IndexAny(unread, "\r\n"); i >= 0 {
+		// Only bytes not looked at before are searched, so a long line
+		// arriving in many reads costs linear time.
+		if i := bytes.IndexAny(unread[d.scanned:], "\r\n"); i >= 0 {
+			i += d.scanned
+			d.scanned = 0
 			if i > d.max {
 				return nil, false, d.tooLong()
 			}
@@ -204,6 +209,7 @@ func (d *Decoder) line() (line []byte, ok bool, err error) {
 			}
 			return unread[:i], true, nil
 		}
+		d.scanned = len(unread)
 		if len(unread) > d.max {
 			return nil, false, d.tooLong()
 		}
@@ -213,7 +219,7 @@ func (d *Decoder) line() (line []byte, ok bool, err error) {
 		if d.eof {
 			if len(unread) > 0 {
 				// A last line without a terminator.
-				d.start = d.end
+				d.start, d.scanned = d.end, 0
 				return unread, true, nil
 			}
 			d.err = io.EOF
