@@ -163,6 +163,8 @@ func TestDecoderEventTooLarge(t *testing.T) {
 	}
 }
 
+var xs = bytes.Repeat([]byte("x"), 64<<10)
+
 // endless yields "data: " and then x forever, counting what it gave.
 type endless struct{ n int64 }
 
@@ -171,11 +173,9 @@ func (e *endless) Read(p []byte) (int, error) {
 		e.n = int64(copy(p, "data: "))
 		return int(e.n), nil
 	}
-	for i := range p {
-		p[i] = 'x'
-	}
-	e.n += int64(len(p))
-	return len(p), nil
+	n := copy(p, xs)
+	e.n += int64(n)
+	return n, nil
 }
 
 // TestDecoderHugeLineBoundedMemory feeds a 40 MiB line (ADVERSARIAL 23) and
