@@ -480,8 +480,9 @@ func FuzzClassify(f *testing.F) {
 		if v.Decision < Allow || v.Decision > Deny {
 			t.Fatalf("Classify(%q) = %v", cmd, v)
 		}
-		// Appending a dangerous command can only make things worse.
-		w := testPolicy.Classify(cmd + "\nrm -rf /\n")
+		// Appending a dangerous command can only make things worse. (Two
+		// newlines: a trailing backslash joins only the first.)
+		w := testPolicy.Classify(cmd + "\n\nrm -rf /\n")
 		if w.Decision < v.Decision {
 			t.Fatalf("Classify(%q) = %v but with rm -rf / appended %v", cmd, v, w)
 		}
