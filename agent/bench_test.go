@@ -1,0 +1,287 @@
+package agent_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/llm"
+	"github.com/loomkit/loom/loomtest"
+	"github.com/loomkit/loom/model/openai"
+	"github.com/loomkit/loom/tool"
+)
+
+// The end-to-end benchmarks: a 10-turn tool loop (9 tool rounds and a
+// final answer) against loomtest over loopback HTTP, through agent.Run,
+// agent.Stream and a minimal hand-written net/http loop that makes the
+// same requests (the baseline). The ratios of interest are agent/baseline
+// for ns/op (sequential), cpu-ns/op (50 runs in flight) and ns/op with 200
+// prior messages of about 1 KB.
+//
+//	go test -run '^$' -bench 'ToolLoop' -benchmem -benchtime 200x ./agent/
+
+const loopTurns = 10
+
+// loopServer answers tool calls until the request holds loopTurns-1 tool
+// results, then a final text: every run, however many run at once, makes
+// the same requests.
+func loopServer() *loomtest.Server {
+	call := loomtest.ToolCalls(loomtest.Call("", "add", `{"a":2,"b":3}`))
+	call.Usage = llm.Usage{InputTokens: 100, OutputTokens: 10}
+	final := loomtest.Text("The sum is 5.")
+	final.Usage = llm.Usage{InputTokens: 200, OutputTokens: 5}
+	return loomtest.Start(loomtest.Config{
+		NoRecord: true,
+		Lenient:  true,
+		Func: func(r *loomtest.Request) loomtest.Turn {
+			n := 0
+			for _, m := range r.Decoded.Messages {
+				n += len(m.ToolResults())
+			}
+			if n < loopTurns-1 {
+				return call
+			}
+			return final
+		},
+	})
+}
+
+func benchClient() *http.Client {
+	return &http.Client{Transport: &http.Transport{MaxIdleConns: 512, MaxIdleConnsPerHost: 512, IdleConnTimeout: time.Minute}}
+}
+
+func benchTools(tb testing.TB) *tool.Set {
+	return set(tb, addTool())
+}
+
+// history returns n prior messages of about 1 KB, alternating user and
+// assistant.
+func history(n int) []llm.Message {
+	msgs := make([]llm.Message, n)
+	line := strings.Repeat("lorem ipsum dolor sit amet ", 38) // ~1 KB
+	for i := range msgs {
+		if i%2 == 0 {
+			msgs[i] = llm.UserText(fmt.Sprintf("%d: %s", i, line))
+		} else {
+			msgs[i] = llm.AssistantText(fmt.Sprintf("%d: %s", i, line))
+		}
+	}
+	msgs = append(msgs, llm.UserText("and now?"))
+	return msgs
+}
+
+// ---- the baseline: a minimal hand-written Chat Completions tool loop ----
+
+type bMsg struct {
+	Role       string      `json:"role"`
+	Content    *string     `json:"content,omitempty"`
+	ToolCalls  []bToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string      `json:"tool_call_id,omitempty"`
+}
+
+type bToolCall struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+type bRequest struct {
+	Model    string          `json:"model"`
+	Messages []bMsg          `json:"messages"`
+	Tools    json.RawMessage `json:"tools"`
+}
+
+type bResponse struct {
+	Choices []struct {
+		Message      bMsg   `json:"message"`
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+}
+
+var bTools = json.RawMessage(`[{"type":"function","function":{"name":"add","description":"Adds a and b.","parameters":{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"}},"required":["a","b"],"additionalProperties":false}}}]`)
+
+func baselineLoop(ctx context.Context, client *http.Client, url string, prior []llm.Message) (string, error) {
+	msgs := []bMsg{{Role: "system", Content: ptr("You add numbers.")}}
+	for _, m := range prior {
+		t := m.Text()
+		msgs = append(msgs, bMsg{Role: string(m.Role), Content: &t})
+	}
+	if len(prior) == 0 {
+		msgs = append(msgs, bMsg{Role: "user", Content: ptr("add 2 and 3")})
+	}
+	var buf bytes.Buffer
+	for turn := 0; turn < loopTurns+1; turn++ {
+		buf.Reset()
+		if err := json.NewEncoder(&buf).Encode(bRequest{Model: "gpt-4o-mini", Messages: msgs, Tools: bTools}); err != nil {
+			return "", err
+		}
+		req, err := http.NewRequestWithContext(ctx, "POST", url+"/chat/completions", bytes.NewReader(buf.Bytes()))
+		if err != nil {
+			return "", err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer k")
+		resp, err := client.Do(req)
+		if err != nil {
+			return "", err
+		}
+		var out bResponse
+		err = json.NewDecoder(resp.Body).Decode(&out)
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return "", err
+		}
+		if resp.StatusCode != 200 || len(out.Choices) == 0 {
+			return "", fmt.Errorf("status %d", resp.StatusCode)
+		}
+		msg := out.Choices[0].Message
+		if len(msg.ToolCalls) == 0 {
+			return *msg.Content, nil
+		}
+		msgs = append(msgs, msg)
+		for _, c := range msg.ToolCalls {
+			var in addArgs
+			if err := json.Unmarshal([]byte(c.Function.Arguments), &in); err != nil {
+				return "", err
+			}
+			res := strconv.Itoa(in.A + in.B)
+			msgs = append(msgs, bMsg{Role: "tool", Content: &res, ToolCallID: c.ID})
+		}
+	}
+	return "", fmt.Errorf("no final answer")
+}
+
+func ptr(s string) *string { return &s }
+
+// ---- the benchmarks ----
+
+type loopFunc func(ctx context.Context) error
+
+func loops(tb testing.TB, srv *loomtest.Server, client *http.Client, prior []llm.Message) map[string]loopFunc {
+	m := openai.New(openai.Config{BaseURL: srv.OpenAIURL(), APIKey: "k", Model: "gpt-4o-mini", HTTPClient: client})
+	a := agent.New(agent.Config{Model: m, System: "You add numbers.", Tools: benchTools(tb), LoopGuard: agent.LoopGuard{Repeats: -1}})
+	in := agent.Prompt("add 2 and 3")
+	if prior != nil {
+		in = agent.Input{History: prior}
+	}
+	check := func(out string) error {
+		if out != "The sum is 5." {
+			return fmt.Errorf("output %q", out)
+		}
+		return nil
+	}
+	return map[string]loopFunc{
+		"baseline": func(ctx context.Context) error {
+			out, err := baselineLoop(ctx, client, srv.OpenAIURL(), prior)
+			if err != nil {
+				return err
+			}
+			return check(out)
+		},
+		"run": func(ctx context.Context) error {
+			res, err := a.Run(ctx, in)
+			if err != nil {
+				return err
+			}
+			return check(res.Output)
+		},
+		"stream": func(ctx context.Context) error {
+			for ev, err := range a.Stream(ctx, in) {
+				if err != nil {
+					return err
+				}
+				if d, ok := ev.(agent.Done); ok {
+					return check(d.Result.Output)
+				}
+			}
+			return fmt.Errorf("no done event")
+		},
+	}
+}
+
+var loopOrder = []string{"baseline", "run", "stream"}
+
+func BenchmarkToolLoop(b *testing.B) {
+	srv := loopServer()
+	defer srv.Close()
+	fns := loops(b, srv, benchClient(), nil)
+	for _, name := range loopOrder {
+		b.Run(name, func(b *testing.B) {
+			ctx := context.Background()
+			if err := fns[name](ctx); err != nil { // warm the connections
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := fns[name](ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkToolLoopParallel keeps 50 runs in flight and reports the CPU
+// time of the whole process (client and server) per run.
+func BenchmarkToolLoopParallel(b *testing.B) {
+	srv := loopServer()
+	defer srv.Close()
+	fns := loops(b, srv, benchClient(), nil)
+	for _, name := range loopOrder {
+		b.Run(name, func(b *testing.B) {
+			ctx := context.Background()
+			if err := fns[name](ctx); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.SetParallelism(max(1, 50/max(1, runtimeProcs())))
+			cpu0 := cpuTime()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if err := fns[name](ctx); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.StopTimer()
+			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+		})
+	}
+}
+
+func BenchmarkToolLoopLongHistory(b *testing.B) {
+	srv := loopServer()
+	defer srv.Close()
+	fns := loops(b, srv, benchClient(), history(200))
+	for _, name := range loopOrder {
+		b.Run(name, func(b *testing.B) {
+			ctx := context.Background()
+			if err := fns[name](ctx); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := fns[name](ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func runtimeProcs() int { return runtime.GOMAXPROCS(0) }
