@@ -51,7 +51,9 @@ func TestEndToEndOverHTTP(t *testing.T) {
 				defer srv.Close()
 				var wrote []string
 				readFile := &probe{name: "read_file", effect: llm.EffectReadOnly}
-				readFile.onCall = func(ctx context.Context, text string) (llm.ToolResult, error) { return llm.ToolResult{Content: "package a"}, nil }
+				readFile.onCall = func(ctx context.Context, text string) (llm.ToolResult, error) {
+					return llm.ToolResult{Content: "package a"}, nil
+				}
 				cfg := agent.Config{
 					Model:    adapters(srv)[format],
 					System:   "You read files.",
@@ -133,7 +135,10 @@ func TestEndToEndCutStreamRestartsTheTurn(t *testing.T) {
 			defer srv.Close()
 			var added int
 			add := &probe{name: "add", effect: llm.EffectReadOnly}
-			add.onCall = func(context.Context, string) (llm.ToolResult, error) { added++; return llm.ToolResult{Content: "3"}, nil }
+			add.onCall = func(context.Context, string) (llm.ToolResult, error) {
+				added++
+				return llm.ToolResult{Content: "3"}, nil
+			}
 			a := agent.New(agent.Config{Model: adapters(srv)[format], Tools: set(t, add), Retry: model.RetryPolicy{BaseDelay: time.Millisecond}})
 			res, evs, err := streamCollect(t, a, agent.Prompt("1+2"))
 			if err != nil {
