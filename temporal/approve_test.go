@@ -1,0 +1,228 @@
+package temporal
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/loomkit/loom/llm"
+	"github.com/loomkit/loom/model"
+	"github.com/loomkit/loom/model/modeltest"
+	"github.com/loomkit/loom/run"
+	"github.com/loomkit/loom/tool"
+)
+
+// updateResult collects the outcome of a test environment update.
+type updateResult struct {
+	rejected error
+	err      error
+	result   ApprovalResult
+	done     bool
+}
+
+func (u *updateResult) Reject(err error) { u.rejected, u.done = err, true }
+func (u *updateResult) Accept() {}
+func (u *updateResult) Complete(v any, err error) {
+	u.done, u.err = true, err
+	if r, ok := v.(ApprovalResult); ok {
+		u.result = r
+	}
+}
+
+func guarded(t *testing.T, count *int) *tool.Set {
+	return mustSet(t,
+		tool.Func("rm", "Removes a file.", func(_ context.Context, in textIn) (string, error) {
+			*count++
+			return "removed " + in.Text, nil
+		}, &tool.FuncOptions[textIn]{NeedsApproval: true}),
+		echoTool("echo", llm.EffectReadOnly),
+	)
+}
+
+func approvalTurns() []modeltest.Turn {
+	return []modeltest.Turn{
+		modeltest.ToolCalls(modeltest.Call("a1", "rm", `{"text":"x"}`), modeltest.Call("e1", "echo", `{"text":"hi"}`), modeltest.Call("a2", "rm", `{"text":"y"}`)),
+		modeltest.ToolCalls(modeltest.Call("a3", "rm", `{"text":"z"}`)),
+		modeltest.Text("done"),
+	}
+}
+
+// Approvals arrive as updates: partial decisions accumulate, a duplicate,
+// an unknown id, a malformed edit and a stale decision are rejected and
+// change nothing, and the run goes on when every call is decided.
+func TestApprovalsByUpdate(t *testing.T) {
+	var removed int
+	tools := guarded(t, &removed)
+	script := modeltest.NewScript(approvalTurns()...)
+	reg := Registry{Models: map[string]model.Model{"m": script}, Tools: tools}
+	in := Input{Model: "m", Tools: []string{"rm", "echo"}, Run: run.Config{Prompt: llm.UserText("clean up"), MaxTurns: run.Turns(5)}}
+	env := newEnv(t, reg)
+
+	// Updates are delivered after the callback that sends them returns,
+	// in the order sent; their outcomes are checked a second later.
+	send := func(id string, ds ...run.Decision) *updateResult {
+		u := &updateResult{}
+		env.UpdateWorkflow(UpdateApprove, id, u, ds)
+		return u
+	}
+	mustReject := func(u *updateResult, want string) {
+		t.Helper()
+		if !u.done || u.rejected == nil {
+			t.Errorf("update answered %v, %+v: want a rejection saying %q", u.done, u.result, want)
+			return
+		}
+		if !strings.Contains(u.rejected.Error(), want) {
+			t.Errorf("rejection %q does not say %q", u.rejected, want)
+		}
+	}
+	mustAccept := func(u *updateResult, waiting ...string) {
+		t.Helper()
+		if !u.done || u.rejected != nil || u.err != nil || strings.Join(u.result.Waiting, ",") != strings.Join(waiting, ",") {
+			t.Errorf("update answered %v, rejected %v, error %v, result %+v: want accepted with %v waiting", u.done, u.rejected, u.err, u.result, waiting)
+		}
+	}
+	status := func() Status {
+		v, err := env.QueryWorkflow(QueryStatus)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s Status
+		if err := v.Get(&s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	var steps []string
+	var u0, u1, u1again, u2, u3, u4, u5, u6, u7, u8, u9 *updateResult
+	env.RegisterDelayedCallback(func() {
+		s := status()
+		if s.State != run.StateAwaitingApproval || len(s.Approvals) != 2 || s.Approvals[0].Call.ID != "a1" || s.Approvals[1].Call.ID != "a2" {
+			t.Errorf("status while waiting: %+v", s)
+		}
+		u0 = send("u0", run.Decision{CallID: "nope", Action: run.Approved})
+		u1 = send("u1", run.Decision{CallID: "a1", Action: run.Approved})
+		u1again = send("u1", run.Decision{CallID: "a1", Action: run.Approved}) // the same update delivered twice
+		u2 = send("u2", run.Decision{CallID: "a1", Action: run.Denied, Reason: "changed my mind"})
+		u3 = send("u3", run.Decision{CallID: "a2", Action: run.Edited, Arguments: `{"text":`})
+		u4 = send("u4", run.Decision{CallID: "a2", Action: "maybe"})
+		u5 = send("u5", run.Decision{CallID: "a2", Action: run.Approved}, run.Decision{CallID: "a2", Action: run.Denied})
+		u6 = send("u6")
+	}, time.Minute)
+	env.RegisterDelayedCallback(func() {
+		mustReject(u0, `call "nope" does not wait for approval`)
+		mustAccept(u1, "a2")
+		mustAccept(u1again, "a2")
+		mustReject(u2, "duplicate")
+		mustReject(u3, "not one JSON object")
+		mustReject(u4, "unknown action")
+		mustReject(u5, "two decisions")
+		mustReject(u6, "no decisions")
+		if s := status(); len(s.Decided) != 1 || len(s.Approvals) != 1 || s.Decided[0].Action != run.Approved {
+			t.Errorf("rejected updates changed the approval: %+v", s)
+		}
+		u7 = send("u7", run.Decision{CallID: "a2", Action: run.Edited, Arguments: `{"text":"y2"}`})
+		steps = append(steps, "first approval")
+	}, time.Minute+time.Second)
+	env.RegisterDelayedCallback(func() {
+		mustAccept(u7)
+		if s := status(); s.State != run.StateAwaitingApproval || len(s.Approvals) != 1 || s.Approvals[0].Call.ID != "a3" {
+			t.Errorf("status at the second approval: %+v", s)
+		}
+		u8 = send("u8", run.Decision{CallID: "a1", Action: run.Approved})
+		u9 = send("u9", run.Decision{CallID: "a3", Action: run.Denied, Reason: "not that one"})
+		steps = append(steps, "second approval")
+	}, 2*time.Minute)
+	env.ExecuteWorkflow(WorkflowName, in)
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var resp run.Response
+	if err := env.GetWorkflowResult(&resp); err != nil {
+		t.Fatal(err)
+	}
+	mustReject(u8, "stale")
+	mustAccept(u9)
+	if strings.Join(steps, ", ") != "first approval, second approval" {
+		t.Fatalf("steps %v", steps)
+	}
+	if removed != 2 {
+		t.Fatalf("rm ran %d times, want 2 (a1 approved, a2 edited, a3 denied)", removed)
+	}
+	var got []string
+	for _, m := range resp.Messages {
+		for _, r := range m.ToolResults() {
+			got = append(got, r.CallID+"="+r.Content)
+		}
+	}
+	want := "a1=removed x|e1=echo: hi|a2=removed y2|a3=" + run.DeniedPrefix + "not that one"
+	if strings.Join(got, "|") != want {
+		t.Fatalf("results\n %s\nwant\n %s", strings.Join(got, "|"), want)
+	}
+	// The same decisions in-process give the same run.
+	ref, err := inProcess(t, modeltest.NewScript(approvalTurns()...), guarded(t, new(int)), in.Tools, in.Run, func(s run.ApproveTools) []run.Decision {
+		if s.Turn == 1 {
+			return []run.Decision{{CallID: "a1", Action: run.Approved}, {CallID: "a2", Action: run.Edited, Arguments: `{"text":"y2"}`}}
+		}
+		return []run.Decision{{CallID: "a3", Action: run.Denied, Reason: "not that one"}}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameResponse(t, ref, resp)
+}
+
+// A decision that comes after the approval timed out is rejected as stale;
+// the undecided calls were denied.
+func TestApprovalTimeout(t *testing.T) {
+	var removed int
+	script := modeltest.NewScript(modeltest.ToolCalls(modeltest.Call("a1", "rm", `{"text":"x"}`)), modeltest.Text("ok"))
+	reg := Registry{Models: map[string]model.Model{"m": script}, Tools: guarded(t, &removed)}
+	in := Input{Model: "m", Tools: []string{"rm"}, Run: run.Config{Prompt: llm.UserText("go"), MaxTurns: run.Turns(3)}}
+	in.Options.ApprovalTimeout = time.Hour
+	env := newEnv(t, reg)
+	var late *updateResult
+	env.RegisterDelayedCallback(func() {
+		late = &updateResult{}
+		env.UpdateWorkflow(UpdateApprove, "late", late, []run.Decision{{CallID: "a1", Action: run.Approved}})
+	}, 2*time.Hour)
+	env.ExecuteWorkflow(WorkflowName, in)
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var resp run.Response
+	if err := env.GetWorkflowResult(&resp); err != nil {
+		t.Fatal(err)
+	}
+	if removed != 0 {
+		t.Fatal("a call without a decision ran")
+	}
+	contains(t, "result", resp.Messages[2].ToolResults()[0].Content, "no decision arrived within 1h0m0s")
+	if late == nil || late.rejected == nil {
+		// The workflow ended before two hours: the update came to a
+		// closed workflow, which is a rejection too.
+		if late != nil && late.err == nil && late.done {
+			t.Fatalf("a late decision was accepted: %+v", late)
+		}
+	}
+}
+
+// An aborted decision stops the run at once, whatever else is pending.
+func TestApprovalAbort(t *testing.T) {
+	var removed int
+	script := modeltest.NewScript(modeltest.ToolCalls(modeltest.Call("a1", "rm", `{"text":"x"}`), modeltest.Call("a2", "rm", `{"text":"y"}`)), modeltest.Text("never"))
+	reg := Registry{Models: map[string]model.Model{"m": script}, Tools: guarded(t, &removed)}
+	env := newEnv(t, reg)
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(UpdateApprove, "abort", &updateResult{}, []run.Decision{{CallID: "a2", Action: run.Aborted, Reason: "wrong plan"}})
+	}, time.Minute)
+	env.ExecuteWorkflow(WorkflowName, Input{Model: "m", Tools: []string{"rm"}, Run: run.Config{Prompt: llm.UserText("go"), MaxTurns: run.Turns(3)}})
+	err := decodeError(env.GetWorkflowError())
+	var st *run.StoppedError
+	if !errorsAs(err, &st) || st.Reason != "wrong plan" {
+		t.Fatalf("error %v, want *run.StoppedError", err)
+	}
+	if removed != 0 || script.Calls() != 1 {
+		t.Fatalf("after an abort: %d removals, %d model calls", removed, script.Calls())
+	}
+}

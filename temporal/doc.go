@@ -1,0 +1,2 @@
+// Package temporal runs loom agent runs as durable Temporal workflows.
+package temporal

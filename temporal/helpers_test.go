@@ -1,0 +1,249 @@
+package temporal
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	commonpb "go.temporal.io/api/common/v1"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/loomkit/loom/llm"
+	"github.com/loomkit/loom/model"
+	"github.com/loomkit/loom/run"
+	"github.com/loomkit/loom/tool"
+)
+
+type textIn struct {
+	Text string `json:"text"`
+}
+
+// echoTool returns a tool that answers its text, with the given effect.
+func echoTool(name string, effect llm.Effect) tool.Tool {
+	return tool.Func(name, "Answers its text.", func(_ context.Context, in textIn) (string, error) {
+		return name + ": " + in.Text, nil
+	}, &tool.FuncOptions[textIn]{Effect: effect})
+}
+
+func mustSet(t testing.TB, tools ...tool.Tool) *tool.Set {
+	t.Helper()
+	s, err := tool.NewSet(tools...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// newEnv returns a test environment with the workflow and activities of
+// reg registered.
+func newEnv(t testing.TB, reg Registry) *testsuite.TestWorkflowEnvironment {
+	t.Helper()
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.SetTestTimeout(60 * time.Second)
+	if err := Register(env, reg); err != nil {
+		t.Fatal(err)
+	}
+	return env
+}
+
+// execute runs in to its end in test environments made by mk, following
+// continue-as-new, and returns the response, the error and the number of
+// workflow runs used.
+func execute(t testing.TB, mk func() *testsuite.TestWorkflowEnvironment, in Input) (run.Response, error, int) {
+	t.Helper()
+	for runs := 1; ; runs++ {
+		env := mk()
+		env.ExecuteWorkflow(WorkflowName, in)
+		if !env.IsWorkflowCompleted() {
+			t.Fatal("workflow did not complete")
+		}
+		err := env.GetWorkflowError()
+		var can *workflow.ContinueAsNewError
+		if errors.As(err, &can) {
+			if runs > 1000 {
+				t.Fatal("continues as new for ever")
+			}
+			in = Input{}
+			if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &in); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err != nil {
+			return run.Response{}, decodeError(err), runs
+		}
+		var resp run.Response
+		if err := env.GetWorkflowResult(&resp); err != nil {
+			t.Fatal(err)
+		}
+		return resp, nil, runs
+	}
+}
+
+// inProcess drives a run with cfg to its end in this process, the way the
+// workflow does (invalid calls resolved by ResolveInvalid, tools called one
+// by one), with decide answering approvals. It is the reference the
+// workflow's results are compared with.
+func inProcess(t testing.TB, m model.Model, tools *tool.Set, names []string, cfg run.Config, decide func(run.ApproveTools) []run.Decision) (run.Response, error) {
+	t.Helper()
+	ctx := context.Background()
+	for _, n := range names {
+		tl, ok := tools.Lookup(n)
+		if !ok {
+			t.Fatalf("no tool %q", n)
+		}
+		cfg.Tools = append(cfg.Tools, tl.Spec())
+	}
+	r := run.New(cfg)
+	retries := 0
+	for {
+		step, err := r.Next()
+		if err != nil {
+			return run.Response{}, err
+		}
+		switch s := step.(type) {
+		case run.CallModel:
+			resp, err := m.Generate(ctx, s.Request)
+			if err != nil {
+				return run.Response{}, err
+			}
+			resp.Raw = nil
+			err = r.ModelResponse(resp)
+		case run.ResolveToolCall:
+			res := ResolveInvalid(s, cfg.MaxInvalidRetries-retries)
+			if _, ok := res.(run.Retry); ok {
+				retries++
+			}
+			err = r.Resolve(res)
+		case run.ApproveTools:
+			err = r.Approve(decide(s))
+		case run.CallTools:
+			results := make([]llm.ToolResult, len(s.Calls))
+			for i, c := range s.Calls {
+				if c.Result != nil {
+					results[i] = *c.Result
+					continue
+				}
+				if results[i], err = tools.Call(ctx, c.Call); err != nil {
+					return run.Response{}, err
+				}
+			}
+			err = r.ToolResults(results)
+		case run.Done:
+			return s.Response, nil
+		}
+		if err != nil && r.Err() != nil {
+			return run.Response{}, r.Err()
+		}
+		if err != nil {
+			t.Fatalf("protocol error in the reference loop: %v", err)
+		}
+	}
+}
+
+// sameResponse fails t unless a and b encode to the same JSON.
+func sameResponse(t testing.TB, a, b run.Response) {
+	t.Helper()
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	if string(ja) != string(jb) {
+		t.Fatalf("responses differ:\n in-process: %s\n temporal:   %s", clip(ja), clip(jb))
+	}
+}
+
+func clip(b []byte) string {
+	if len(b) > 3000 {
+		return string(b[:1500]) + " ... " + string(b[len(b)-1500:])
+	}
+	return string(b)
+}
+
+// sameMessages fails t unless a and b are equal message lists.
+func sameMessages(t testing.TB, what string, a, b []llm.Message) {
+	t.Helper()
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	if string(ja) != string(jb) {
+		t.Fatalf("%s differ:\n want %s\n got  %s", what, clip(ja), clip(jb))
+	}
+}
+
+// sizeRecorder is a DataConverter that records the size of every payload
+// it makes: what the workflow and activities put into history.
+type sizeRecorder struct {
+	converter.DataConverter
+	mu    sync.Mutex
+	max   int
+	total int64
+	count int
+}
+
+func newSizeRecorder() *sizeRecorder {
+	return &sizeRecorder{DataConverter: converter.GetDefaultDataConverter()}
+}
+
+func (s *sizeRecorder) record(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.max = max(s.max, n)
+	s.total += int64(n)
+	s.count++
+}
+
+func (s *sizeRecorder) ToPayloads(values ...any) (*commonpb.Payloads, error) {
+	p, err := s.DataConverter.ToPayloads(values...)
+	if err == nil {
+		for _, pl := range p.GetPayloads() {
+			s.record(payloadSize(pl))
+		}
+	}
+	return p, err
+}
+
+func (s *sizeRecorder) ToPayload(value any) (*commonpb.Payload, error) {
+	p, err := s.DataConverter.ToPayload(value)
+	if err == nil {
+		s.record(payloadSize(p))
+	}
+	return p, err
+}
+
+func (s *sizeRecorder) stats() (maxSize int, total int64, count int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.max, s.total, s.count
+}
+
+// deepEqual is reflect.DeepEqual with a readable failure.
+func deepEqual(t testing.TB, what string, got, want any) {
+	t.Helper()
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("%s: got %#v, want %#v", what, got, want)
+	}
+}
+
+func contains(t testing.TB, what, s, sub string) {
+	t.Helper()
+	if !strings.Contains(s, sub) {
+		t.Fatalf("%s %q does not contain %q", what, s, sub)
+	}
+}
+
+func payloadSize(p *commonpb.Payload) int { return proto.Size(p) }
+
+type testsuiteEnv = testsuite.TestWorkflowEnvironment
+
+type retryPolicy = temporal.RetryPolicy
+
+func errorsAs(err error, target any) bool { return errors.As(err, target) }

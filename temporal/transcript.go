@@ -1,0 +1,308 @@
+package temporal
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/loomkit/loom/llm"
+)
+
+// How a transcript travels to the model activity (see "Bounded history" in
+// the package doc).
+//
+// Every message is a blob under BlobKey(json.Marshal(message)). A chain
+// node lists the keys of the messages one model call added and names the
+// node before it, so the node key of a call covers the whole transcript up
+// to it, the way a commit covers a tree. The workflow sends a model call
+// the node key of the transcript the previous call stored (base), and the
+// messages since then: by key when it knows the store holds them (the
+// previous answer), else inline (tool results, prompts). The activity
+// stores what came inline and the new node, and the workflow moves its
+// base forward when the call succeeds.
+
+// msgRef is one message of a transcript delta: its key, or the message
+// itself.
+type msgRef struct {
+	Key string       `json:"k,omitempty"`
+	Msg *llm.Message `json:"m,omitempty"`
+}
+
+// chainNode is the blob of one step of a transcript chain.
+type chainNode struct {
+	Prev string   `json:"prev,omitempty"`
+	Len  int      `json:"len"`
+	Msgs []string `json:"msgs"`
+}
+
+// transcriptRef is the transcript a model call is given: the messages of
+// Base (BaseLen of them) followed by New. Node is the key of the chain
+// node that covers all of it, which the activity stores (and checks).
+type transcriptRef struct {
+	Base    string   `json:"base,omitempty"`
+	BaseLen int      `json:"base_len,omitempty"`
+	New     []msgRef `json:"new,omitempty"`
+	Node    string   `json:"node,omitempty"`
+}
+
+// blobRef is a value by key, or inline with its key.
+type blobRef struct {
+	Key    string          `json:"k"`
+	Inline json.RawMessage `json:"v,omitempty"`
+}
+
+func messageKey(m llm.Message) (string, []byte, error) {
+	data, err := json.Marshal(m)
+	if err != nil {
+		return "", nil, err
+	}
+	return BlobKey(data), data, nil
+}
+
+func nodeKey(n chainNode) (string, []byte) {
+	data, err := json.Marshal(n)
+	if err != nil {
+		panic(err) // strings and an int: cannot fail
+	}
+	return BlobKey(data), data
+}
+
+// maxKnown bounds how many stored keys beyond the base the workflow
+// remembers: only the latest answers are ever looked up.
+const maxKnown = 8
+
+// transcriptState is the workflow's knowledge of what the store holds.
+// It is plain data, carried over continue-as-new.
+type transcriptState struct {
+	Base     string   `json:"base,omitempty"`
+	BaseLen  int      `json:"base_len,omitempty"`
+	Known    []string `json:"known,omitempty"`
+	ToolsKey string   `json:"tools_key,omitempty"` // the tool list the store holds
+}
+
+func (s *transcriptState) known(key string) bool {
+	for _, k := range s.Known {
+		if k == key {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *transcriptState) remember(key string) {
+	if s.known(key) {
+		return
+	}
+	s.Known = append(s.Known, key)
+	if len(s.Known) > maxKnown {
+		s.Known = append(s.Known[:0:0], s.Known[len(s.Known)-maxKnown:]...)
+	}
+}
+
+// reset forgets everything, so the next call sends the whole transcript
+// inline (after an activity found the store without it).
+func (s *transcriptState) reset() { *s = transcriptState{} }
+
+// delta returns the transcriptRef for hist, given what the store holds.
+func (s *transcriptState) delta(hist []llm.Message) (transcriptRef, error) {
+	if s.BaseLen > len(hist) {
+		// Cannot happen (history only grows); start over rather than
+		// send a wrong transcript.
+		s.reset()
+	}
+	ref := transcriptRef{Base: s.Base, BaseLen: s.BaseLen}
+	node := chainNode{Prev: s.Base, Len: len(hist)}
+	for i := s.BaseLen; i < len(hist); i++ {
+		key, _, err := messageKey(hist[i])
+		if err != nil {
+			return transcriptRef{}, fmt.Errorf("message %d: %w", i, err)
+		}
+		node.Msgs = append(node.Msgs, key)
+		if s.known(key) {
+			ref.New = append(ref.New, msgRef{Key: key})
+		} else {
+			ref.New = append(ref.New, msgRef{Msg: &hist[i]})
+		}
+	}
+	if len(node.Msgs) == 0 {
+		ref.Node = s.Base
+	} else {
+		ref.Node, _ = nodeKey(node)
+	}
+	return ref, nil
+}
+
+// advance records that the store holds ref's transcript (the call
+// succeeded), and answerKey, the key of the answer the call stored.
+func (s *transcriptState) advance(ref transcriptRef, answerKey string) {
+	if ref.Node != "" {
+		s.Base, s.BaseLen = ref.Node, ref.BaseLen+len(ref.New)
+	}
+	if answerKey != "" {
+		s.remember(answerKey)
+	}
+}
+
+// tools returns the tool list as a blobRef: by key once the store holds
+// it, else inline.
+func (s *transcriptState) tools(specs []llm.ToolSpec) (*blobRef, error) {
+	if len(specs) == 0 {
+		return nil, nil
+	}
+	data, err := json.Marshal(specs)
+	if err != nil {
+		return nil, err
+	}
+	key := BlobKey(data)
+	if key == s.ToolsKey {
+		return &blobRef{Key: key}, nil
+	}
+	return &blobRef{Key: key, Inline: data}, nil
+}
+
+// errMissing is returned by the activity side when the store lacks a
+// blob the input names.
+var errMissing = errors.New("blob missing")
+
+// resolver assembles transcripts on the activity side.
+type resolver struct {
+	cache *blobCache
+}
+
+// chain returns the message keys of the chain ending at node, which
+// must cover n messages.
+func (r *resolver) chain(ctx context.Context, node string, n int) ([]string, error) {
+	if node == "" {
+		if n != 0 {
+			return nil, fmt.Errorf("transcript: %d base messages but no base node", n)
+		}
+		return nil, nil
+	}
+	var nodes []chainNode
+	for key := node; key != ""; {
+		data, err := r.cache.get(ctx, key)
+		if errors.Is(err, ErrBlobNotFound) {
+			return nil, fmt.Errorf("%w: chain node %s: %v", errMissing, key, err)
+		}
+		if err != nil {
+			return nil, err
+		}
+		var nd chainNode
+		if err := json.Unmarshal(data, &nd); err != nil {
+			return nil, fmt.Errorf("transcript: chain node %s: %w", key, err)
+		}
+		nodes = append(nodes, nd)
+		if len(nodes) > 1_000_000 {
+			return nil, fmt.Errorf("transcript: chain at %s does not end", node)
+		}
+		key = nd.Prev
+	}
+	if nodes[0].Len != n {
+		return nil, fmt.Errorf("transcript: base node %s covers %d messages, the input says %d", node, nodes[0].Len, n)
+	}
+	keys := make([]string, 0, n)
+	for i := len(nodes) - 1; i >= 0; i-- {
+		keys = append(keys, nodes[i].Msgs...)
+	}
+	if len(keys) != n {
+		return nil, fmt.Errorf("transcript: chain at %s lists %d messages, its node says %d", node, len(keys), n)
+	}
+	return keys, nil
+}
+
+func (r *resolver) message(ctx context.Context, key string) (llm.Message, error) {
+	data, err := r.cache.get(ctx, key)
+	if errors.Is(err, ErrBlobNotFound) {
+		return llm.Message{}, fmt.Errorf("%w: message %s: %v", errMissing, key, err)
+	}
+	if err != nil {
+		return llm.Message{}, err
+	}
+	var m llm.Message
+	if err := json.Unmarshal(data, &m); err != nil {
+		return llm.Message{}, fmt.Errorf("transcript: message %s: %w", key, err)
+	}
+	return m, nil
+}
+
+// transcript returns the messages ref names, storing what came inline and
+// the node that covers them.
+func (r *resolver) transcript(ctx context.Context, ref transcriptRef) ([]llm.Message, error) {
+	keys, err := r.chain(ctx, ref.Base, ref.BaseLen)
+	if err != nil {
+		return nil, err
+	}
+	msgs := make([]llm.Message, 0, len(keys)+len(ref.New))
+	for _, k := range keys {
+		m, err := r.message(ctx, k)
+		if err != nil {
+			return nil, err
+		}
+		msgs = append(msgs, m)
+	}
+	node := chainNode{Prev: ref.Base, Len: ref.BaseLen + len(ref.New)}
+	for i, nm := range ref.New {
+		switch {
+		case nm.Msg != nil:
+			key, data, err := messageKey(*nm.Msg)
+			if err != nil {
+				return nil, fmt.Errorf("transcript: new message %d: %w", i, err)
+			}
+			if err := r.cache.put(ctx, key, data); err != nil {
+				return nil, err
+			}
+			node.Msgs = append(node.Msgs, key)
+			msgs = append(msgs, *nm.Msg)
+		case nm.Key != "":
+			m, err := r.message(ctx, nm.Key)
+			if err != nil {
+				return nil, err
+			}
+			node.Msgs = append(node.Msgs, nm.Key)
+			msgs = append(msgs, m)
+		default:
+			return nil, fmt.Errorf("transcript: new message %d has neither key nor content", i)
+		}
+	}
+	if len(node.Msgs) > 0 {
+		key, data := nodeKey(node)
+		if key != ref.Node {
+			return nil, fmt.Errorf("transcript: the workflow's node key %s differs from %s computed here: the message encoding differs between workflow and worker", ref.Node, key)
+		}
+		if err := r.cache.put(ctx, key, data); err != nil {
+			return nil, err
+		}
+	}
+	return msgs, nil
+}
+
+// tools returns the tool list ref names, storing it if it came inline.
+func (r *resolver) tools(ctx context.Context, ref *blobRef) ([]llm.ToolSpec, error) {
+	if ref == nil {
+		return nil, nil
+	}
+	data := []byte(ref.Inline)
+	if len(data) > 0 {
+		if BlobKey(data) != ref.Key {
+			return nil, errors.New("transcript: the tool list does not match its key")
+		}
+		if err := r.cache.put(ctx, ref.Key, data); err != nil {
+			return nil, err
+		}
+	} else {
+		var err error
+		data, err = r.cache.get(ctx, ref.Key)
+		if errors.Is(err, ErrBlobNotFound) {
+			return nil, fmt.Errorf("%w: tool list %s: %v", errMissing, ref.Key, err)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	var specs []llm.ToolSpec
+	if err := json.Unmarshal(data, &specs); err != nil {
+		return nil, fmt.Errorf("transcript: tool list: %w", err)
+	}
+	return specs, nil
+}

@@ -1,0 +1,589 @@
+package temporal
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/loomkit/loom/llm"
+	"github.com/loomkit/loom/run"
+)
+
+// errCancelled unwinds the workflow's loop once its context is cancelled.
+var errCancelled = errors.New("workflow cancelled")
+
+// runner is the state of one workflow run. Everything in it is workflow
+// state: it changes only in workflow code (the loop, and the update
+// handler), deterministically.
+type runner struct {
+	ctx  workflow.Context
+	in   Input
+	opts Options
+	wfID string
+
+	r              *run.Run
+	ts             transcriptState
+	invalidRetries int
+	runs           int
+	turnsThisRun   int
+	events         eventLog
+	approval       *approvalWait
+	decided        []string // call ids decided in this workflow run
+	running        []llm.ToolCall
+	failure        string
+}
+
+// Workflow drives one run.Run to its end: the workflow registered as
+// WorkflowName by NewWorker and Register. Its result is the run's
+// run.Response; its failures are application errors whose type says what
+// failed (see ErrorTypeModelPrefix and the others, and Handle.Result for
+// the typed errors they become); a cancelled run ends cancelled with the
+// messages so far as details (see CancelledError).
+func Workflow(ctx workflow.Context, in Input) (run.Response, error) {
+	w := &runner{ctx: ctx, in: in, opts: in.Options.withDefaults(), wfID: workflow.GetInfo(ctx).WorkflowExecution.ID, runs: 1}
+	if err := w.handlers(); err != nil {
+		return run.Response{}, err
+	}
+	if err := in.Validate(); err != nil {
+		return w.fail(err)
+	}
+	if err := w.setup(); err != nil {
+		if w.ctx.Err() != nil {
+			return w.cancelled()
+		}
+		return w.fail(err)
+	}
+	return w.loop()
+}
+
+func (w *runner) emit(e Event) {
+	e.Time = workflow.Now(w.ctx)
+	w.events.add(e)
+}
+
+// setup makes the run: from the carried state of the run before, or new
+// with the specs of the named tools.
+func (w *runner) setup() error {
+	if c := w.in.Resume; c != nil {
+		return w.restore(c)
+	}
+	actx := workflow.WithActivityOptions(w.ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumAttempts: 5, NonRetryableErrorTypes: []string{ErrorTypeInput}},
+	})
+	var specs []llm.ToolSpec
+	if err := workflow.ExecuteActivity(actx, ActivityTools, describeInput{Model: w.in.Model, Tools: w.in.Tools}).Get(w.ctx, &specs); err != nil {
+		return err
+	}
+	cfg := w.in.Run
+	cfg.Tools = specs
+	w.r = run.New(cfg)
+	return nil
+}
+
+func (w *runner) loop() (run.Response, error) {
+	for {
+		if w.ctx.Err() != nil {
+			return w.cancelled()
+		}
+		state := w.r.State()
+		if state == run.StatePreparingRequest && w.shouldContinue() {
+			return w.continueAsNew()
+		}
+		var (
+			step run.Step
+			err  error
+		)
+		if state == run.StateAwaitingModel {
+			step, _ = w.r.ModelCall()
+		} else if step, err = w.r.Next(); err != nil {
+			return w.fail(err)
+		}
+		switch s := step.(type) {
+		case run.CallModel:
+			err = w.callModel(s)
+		case run.ResolveToolCall:
+			err = w.r.Resolve(w.resolve(s))
+		case run.ApproveTools:
+			err = w.awaitApproval(s)
+		case run.CallTools:
+			err = w.callTools(s)
+		case run.Done:
+			w.emit(Event{Kind: EventDone, Turn: w.r.Turn(), Text: s.Output, Usage: s.Usage})
+			return s.Response, nil
+		}
+		if err != nil {
+			if errors.Is(err, errCancelled) || w.ctx.Err() != nil {
+				return w.cancelled()
+			}
+			return w.fail(err)
+		}
+	}
+}
+
+// fail ends the workflow with err as an application error whose type
+// says what failed.
+func (w *runner) fail(err error) (run.Response, error) {
+	var ae *temporal.ApplicationError
+	if w.r != nil && w.r.Err() != nil {
+		err = w.r.Err()
+	}
+	var out error
+	switch {
+	case errors.As(err, &ae) && strings.HasPrefix(ae.Type(), "loom."):
+		// A failure of ours, from an activity: pass it on with its details.
+		out = rethrow(ae)
+	case isRunFailure(err):
+		f := encodeRunFailure(err)
+		out = appError(err.Error(), ErrorTypeRunPrefix+f.Type, f)
+	default:
+		var ie *InputError
+		if errors.As(err, &ie) {
+			out = appError(ie.Error(), ErrorTypeInput, *ie)
+		} else {
+			out = appError(err.Error(), ErrorTypeInternal, nil)
+		}
+	}
+	w.failure = out.Error()
+	w.emit(Event{Kind: EventFailed, Error: w.failure})
+	return run.Response{}, out
+}
+
+func isRunFailure(err error) bool {
+	for _, target := range []error{run.ErrMaxTurns, run.ErrUnknownTool, run.ErrStopped, run.ErrTruncated, run.ErrConfig} {
+		if errors.Is(err, target) {
+			return true
+		}
+	}
+	return false
+}
+
+// rethrow makes a non-retryable copy of an activity's application error,
+// keeping its type and details.
+func rethrow(ae *temporal.ApplicationError) error {
+	var details any
+	t := ae.Type()
+	switch {
+	case strings.HasPrefix(t, ErrorTypeModelPrefix):
+		var info modelErrorInfo
+		if ae.HasDetails() && ae.Details(&info) == nil {
+			details = info
+		}
+	case t == ErrorTypeTool:
+		var info toolErrorInfo
+		if ae.HasDetails() && ae.Details(&info) == nil {
+			details = info
+		}
+	case t == ErrorTypeInput:
+		var info InputError
+		if ae.HasDetails() && ae.Details(&info) == nil {
+			details = info
+		}
+	}
+	return appError(ae.Message(), t, details)
+}
+
+// resolve decides about an invalid tool call the way the in-process agent
+// does by default: see ResolveInvalid.
+func (w *runner) resolve(s run.ResolveToolCall) run.Resolution {
+	res := ResolveInvalid(s, w.r.Config().MaxInvalidRetries-w.invalidRetries)
+	if _, ok := res.(run.Retry); ok {
+		w.invalidRetries++
+	}
+	return res
+}
+
+// ResolveInvalid is how the workflow resolves an invalid tool call: Repair
+// to the single closest allowed name when there is one, else Retry with
+// UnknownToolFeedback while retriesLeft > 0, else Fail. It is the in-process
+// agent's default policy, so that the same script gives the same run.
+func ResolveInvalid(s run.ResolveToolCall, retriesLeft int) run.Resolution {
+	if s.Suggestion != "" {
+		return run.Repair{Name: s.Suggestion}
+	}
+	if retriesLeft > 0 {
+		return run.Retry{Feedback: UnknownToolFeedback(s.Call.Name, s.Allowed)}
+	}
+	return run.Fail{}
+}
+
+// UnknownToolFeedback is the result ResolveInvalid gives the model for a
+// call of a tool that does not exist.
+func UnknownToolFeedback(name string, allowed []string) string {
+	if len(allowed) == 0 {
+		return fmt.Sprintf("There is no tool named %q, and no tool may be called now. Answer without tools.", name)
+	}
+	return fmt.Sprintf("There is no tool named %q. The available tools are: %s. Call one of them by its exact name, or answer without tools.", name, strings.Join(allowed, ", "))
+}
+
+// callModel runs the model activity for s and feeds the answer to the run.
+func (w *runner) callModel(s run.CallModel) error {
+	w.turnsThisRun++
+	w.emit(Event{Kind: EventModelCall, Turn: s.Turn})
+	retry := *w.opts.ModelRetry
+	actx := workflow.WithActivityOptions(w.ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: w.opts.ModelTimeout,
+		HeartbeatTimeout:    w.opts.ModelHeartbeat,
+		RetryPolicy:         &retry,
+	})
+	var out modelOutput
+	for attempt := 0; ; attempt++ {
+		tr, err := w.ts.delta(s.Request.Messages)
+		if err != nil {
+			return err
+		}
+		tools, err := w.ts.tools(s.Request.Tools)
+		if err != nil {
+			return err
+		}
+		req := s.Request
+		req.Messages, req.Tools = nil, nil
+		in := modelInput{Model: w.in.Model, Turn: s.Turn, Request: req, Tools: tools, Transcript: tr}
+		err = workflow.ExecuteActivity(actx, ActivityModel, in).Get(w.ctx, &out)
+		if err == nil {
+			w.ts.advance(tr, out.AnswerKey)
+			if tools != nil {
+				w.ts.ToolsKey = tools.Key
+			}
+			break
+		}
+		if w.ctx.Err() != nil {
+			return errCancelled
+		}
+		var ae *temporal.ApplicationError
+		if errors.As(err, &ae) && ae.Type() == ErrorTypeBlobsMissing && attempt == 0 {
+			// The worker's store lacks what this workflow thought it
+			// held (another machine, a restarted memory store): send the
+			// whole transcript once.
+			w.ts.reset()
+			continue
+		}
+		return modelActivityError(err)
+	}
+	if err := w.r.ModelResponse(out.Response); err != nil {
+		return err
+	}
+	resp := out.Response
+	w.emit(Event{Kind: EventModelAnswer, Turn: s.Turn, Text: resp.Text(), Calls: resp.ToolCalls(), Usage: resp.Usage})
+	return nil
+}
+
+// modelActivityError turns the model activity's final failure into the
+// error the run fails with: the model's own error when it gave one, a
+// timeout as a model error of KindTimeout.
+func modelActivityError(err error) error {
+	var ae *temporal.ApplicationError
+	if errors.As(err, &ae) && strings.HasPrefix(ae.Type(), "loom.") {
+		return ae
+	}
+	var te *temporal.TimeoutError
+	if errors.As(err, &te) {
+		info := modelErrorInfo{Kind: "timeout", Op: "temporal: model activity", Message: "no answer within the activity's timeouts on any attempt: " + err.Error(), Retryable: true}
+		return temporal.NewNonRetryableApplicationError(info.error().Error(), ErrorTypeModelPrefix+string(info.Kind), nil, info)
+	}
+	return fmt.Errorf("model activity: %w", err)
+}
+
+// callTools runs the calls of s: runs of consecutive read-only calls in
+// parallel (at most Options.ParallelTools at once), every other call
+// alone, in call order; results are fed in call order.
+func (w *runner) callTools(s run.CallTools) error {
+	n := len(s.Calls)
+	results := make([]llm.ToolResult, n)
+	have := make([]bool, n)
+	for i, c := range s.Calls {
+		if c.Result != nil {
+			results[i], have[i] = *c.Result, true
+		}
+	}
+	var err error
+	for i := 0; i < n && err == nil; {
+		if have[i] {
+			i++
+			continue
+		}
+		group := []int{i}
+		j := i + 1
+		if s.Calls[i].Spec.Effect == llm.EffectReadOnly {
+			for ; j < n && (have[j] || s.Calls[j].Spec.Effect == llm.EffectReadOnly); j++ {
+				if !have[j] {
+					group = append(group, j)
+				}
+			}
+		}
+		err = w.runTools(s, group, results, have)
+		i = j
+	}
+	if err != nil && !errors.Is(err, errCancelled) {
+		return err
+	}
+	for i := range results {
+		if !have[i] {
+			results[i] = llm.ToolResult{CallID: s.Calls[i].Call.ID, Name: s.Calls[i].Call.Name, Content: NotRun, IsError: true}
+		}
+	}
+	if ferr := w.r.ToolResults(results); ferr != nil {
+		return ferr
+	}
+	return err
+}
+
+// runTools runs the calls at idx, at most ParallelTools at once, and fills
+// their results. It stops starting calls once the run is cancelled or a
+// tool failed, and waits for those it started.
+func (w *runner) runTools(s run.CallTools, idx []int, results []llm.ToolResult, have []bool) error {
+	retry := *w.opts.ToolRetry
+	retry.NonRetryableErrorTypes = append(append([]string(nil), retry.NonRetryableErrorTypes...), ErrorTypeTool)
+	actx := workflow.WithActivityOptions(w.ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: w.opts.ToolTimeout,
+		HeartbeatTimeout:    w.opts.ToolHeartbeat,
+		RetryPolicy:         &retry,
+		WaitForCancellation: true,
+	})
+	// Waiting goes on after a cancellation (the activities are told and
+	// report back), so it uses a context that is not cancelled.
+	wait, _ := workflow.NewDisconnectedContext(w.ctx)
+	sel := workflow.NewSelector(wait)
+	var (
+		next, inflight int
+		failed         error
+	)
+	start := func() {
+		k := idx[next]
+		next++
+		c := s.Calls[k]
+		in := toolInput{Call: c.Call, Effect: c.Spec.Effect, Turn: s.Turn, Key: fmt.Sprintf("%s/%d/%s", w.wfID, s.Turn, c.Call.ID)}
+		w.emit(Event{Kind: EventToolCall, Turn: s.Turn, Call: &in.Call})
+		w.running = append(w.running, c.Call)
+		inflight++
+		f := workflow.ExecuteActivity(actx, ActivityTool, in)
+		sel.AddFuture(f, func(f workflow.Future) {
+			inflight--
+			w.notRunning(c.Call.ID)
+			var res llm.ToolResult
+			err := f.Get(wait, &res)
+			res, err = w.toolOutcome(c.Call, res, err)
+			if err != nil {
+				if failed == nil {
+					failed = err
+				}
+				return
+			}
+			results[k], have[k] = res, true
+			w.emit(Event{Kind: EventToolResult, Turn: s.Turn, Call: &c.Call, Result: &res})
+		})
+	}
+	for {
+		for next < len(idx) && inflight < w.opts.ParallelTools && failed == nil && w.ctx.Err() == nil {
+			start()
+		}
+		if inflight == 0 {
+			break
+		}
+		sel.Select(wait)
+	}
+	if failed != nil {
+		return failed
+	}
+	if w.ctx.Err() != nil {
+		return errCancelled
+	}
+	return nil
+}
+
+func (w *runner) notRunning(id string) {
+	for i, c := range w.running {
+		if c.ID == id {
+			w.running = append(w.running[:i:i], w.running[i+1:]...)
+			return
+		}
+	}
+}
+
+// toolOutcome turns what a tool activity ended with into the call's
+// result, or into the error that fails the run (a tool's own Go error).
+func (w *runner) toolOutcome(call llm.ToolCall, res llm.ToolResult, err error) (llm.ToolResult, error) {
+	if err == nil {
+		res.CallID, res.Name = call.ID, call.Name
+		return res, nil
+	}
+	fail := func(content string) (llm.ToolResult, error) {
+		return llm.ToolResult{CallID: call.ID, Name: call.Name, Content: content, IsError: true}, nil
+	}
+	var ae *temporal.ApplicationError
+	if errors.As(err, &ae) && ae.Type() == ErrorTypeTool {
+		return llm.ToolResult{}, ae
+	}
+	var ce *temporal.CanceledError
+	if errors.As(err, &ce) || w.ctx.Err() != nil {
+		content := Interrupted
+		var partial llm.ToolResult
+		if ce != nil && ce.HasDetails() && ce.Details(&partial) == nil && partial.Content != "" {
+			content += "\nWhat the tool reported: " + partial.Content
+		}
+		return fail(content)
+	}
+	return fail("Tool call failed: " + err.Error() + ". It may have partly run.")
+}
+
+// approvalWait is an approval the run waits for: the listed calls and the
+// decisions received so far (nil until decided), in listed order.
+type approvalWait struct {
+	turn      int
+	calls     []run.PendingCall
+	decisions []*run.Decision
+}
+
+func (a *approvalWait) index(id string) int {
+	for i, c := range a.calls {
+		if c.Call.ID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+func (a *approvalWait) complete() bool {
+	for _, d := range a.decisions {
+		if d != nil && d.Action == run.Aborted {
+			return true
+		}
+	}
+	for _, d := range a.decisions {
+		if d == nil {
+			return false
+		}
+	}
+	return true
+}
+
+func (a *approvalWait) undecided() []run.PendingCall {
+	var out []run.PendingCall
+	for i, d := range a.decisions {
+		if d == nil {
+			out = append(out, a.calls[i])
+		}
+	}
+	return out
+}
+
+func (a *approvalWait) received() []run.Decision {
+	var out []run.Decision
+	for _, d := range a.decisions {
+		if d != nil {
+			out = append(out, *d)
+		}
+	}
+	return out
+}
+
+// awaitApproval waits for decisions on every call of s (they come through
+// the UpdateApprove update), or for ApprovalTimeout, and feeds them.
+func (w *runner) awaitApproval(s run.ApproveTools) error {
+	a := &approvalWait{turn: s.Turn, calls: s.Calls, decisions: make([]*run.Decision, len(s.Calls))}
+	w.approval = a
+	w.emit(Event{Kind: EventApproval, Turn: s.Turn, Pending: s.Calls})
+	var err error
+	timedOut := false
+	if w.opts.ApprovalTimeout > 0 {
+		var ok bool
+		ok, err = workflow.AwaitWithTimeout(w.ctx, w.opts.ApprovalTimeout, a.complete)
+		timedOut = err == nil && !ok
+	} else {
+		err = workflow.Await(w.ctx, a.complete)
+	}
+	if err != nil || w.ctx.Err() != nil {
+		return errCancelled
+	}
+	if timedOut {
+		reason := fmt.Sprintf("no decision arrived within %s", w.opts.ApprovalTimeout)
+		for i, d := range a.decisions {
+			if d == nil {
+				a.decisions[i] = &run.Decision{CallID: a.calls[i].Call.ID, Action: run.Denied, Reason: reason}
+				w.emit(Event{Kind: EventDecision, Turn: s.Turn, Decision: a.decisions[i]})
+			}
+		}
+	}
+	return w.applyApproval(a)
+}
+
+func (w *runner) applyApproval(a *approvalWait) error {
+	ds := a.received()
+	w.approval = nil
+	for _, d := range ds {
+		w.decided = append(w.decided, d.CallID)
+	}
+	return w.r.Approve(ds)
+}
+
+// cancelled closes every open call of the run (denied approvals, not-run
+// or interrupted results: nothing runs any more) and ends the workflow
+// cancelled, with the run's messages so far as the details.
+func (w *runner) cancelled() (run.Response, error) {
+	if w.r == nil {
+		w.emit(Event{Kind: EventCancelled})
+		return run.Response{}, temporal.NewCanceledError(run.Response{})
+	}
+	for range 8 {
+		st := w.r.State()
+		if st != run.StateResolvingToolCalls && st != run.StateAwaitingApproval && st != run.StateAwaitingAdvance && st != run.StateExecutingTools {
+			break
+		}
+		step, err := w.r.Next()
+		if err != nil {
+			break
+		}
+		switch s := step.(type) {
+		case run.ResolveToolCall:
+			err = w.r.Resolve(run.Skip{Reason: NotRun})
+		case run.ApproveTools:
+			a := w.approval
+			if a == nil || a.turn != s.Turn {
+				a = &approvalWait{turn: s.Turn, calls: s.Calls, decisions: make([]*run.Decision, len(s.Calls))}
+			}
+			for i, d := range a.decisions {
+				if d == nil {
+					a.decisions[i] = &run.Decision{CallID: a.calls[i].Call.ID, Action: run.Denied, Reason: "the run was cancelled before a decision"}
+				}
+			}
+			err = w.applyApproval(a)
+		case run.CallTools:
+			results := make([]llm.ToolResult, len(s.Calls))
+			for i, c := range s.Calls {
+				if c.Result != nil {
+					results[i] = *c.Result
+				} else {
+					results[i] = llm.ToolResult{CallID: c.Call.ID, Name: c.Call.Name, Content: NotRun, IsError: true}
+				}
+			}
+			err = w.r.ToolResults(results)
+		}
+		if err != nil {
+			break
+		}
+	}
+	resp, ok := w.r.Response()
+	if !ok {
+		resp = run.Response{Messages: w.r.Messages(), Usage: w.r.Usage(), Calls: w.r.Calls()}
+	}
+	w.emit(Event{Kind: EventCancelled, Turn: w.r.Turn(), Usage: w.r.Usage()})
+	return run.Response{}, temporal.NewCanceledError(resp)
+}
+
+// shouldContinue reports whether the workflow should continue as new
+// before the next model call.
+func (w *runner) shouldContinue() bool {
+	if w.turnsThisRun == 0 {
+		return false // never twice in a row: a carry larger than a bound would loop
+	}
+	info := workflow.GetInfo(w.ctx)
+	o := w.opts
+	return info.GetContinueAsNewSuggested() ||
+		o.HistoryBytes > 0 && info.GetCurrentHistorySize() >= o.HistoryBytes ||
+		o.HistoryEvents > 0 && info.GetCurrentHistoryLength() >= o.HistoryEvents ||
+		o.TurnsPerRun > 0 && w.turnsThisRun >= o.TurnsPerRun
+}
