@@ -22,7 +22,7 @@ type updateResult struct {
 }
 
 func (u *updateResult) Reject(err error) { u.rejected, u.done = err, true }
-func (u *updateResult) Accept() {}
+func (u *updateResult) Accept()          {}
 func (u *updateResult) Complete(v any, err error) {
 	u.done, u.err = true, err
 	if r, ok := v.(ApprovalResult); ok {

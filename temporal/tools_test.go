@@ -171,7 +171,7 @@ func TestInvalidToolCallRepairedAndRetried(t *testing.T) {
 	tools := mustSet(t, echoTool("echo", llm.EffectReadOnly))
 	turns := func() []modeltest.Turn {
 		return []modeltest.Turn{
-			modeltest.ToolCalls(modeltest.Call("c1", "Echo", `{"text":"x"}`)),      // repaired to echo
+			modeltest.ToolCalls(modeltest.Call("c1", "Echo", `{"text":"x"}`)),         // repaired to echo
 			modeltest.ToolCalls(modeltest.Call("c2", "summon_demon", `{"text":"y"}`)), // retried
 			modeltest.Text("done"),
 		}
