@@ -67,7 +67,7 @@ func waitForFile(ctx context.Context, path string) error {
 // the counter file, so the file says how often each call took effect.
 // hangIn, when set, makes the call with that text hang after its effect
 // (and say so on stdout), for a kill in the middle of a tool.
-func harnessTools(t testing.TB, counter, hangIn string) *tool.Set {
+func harnessTools(counter, hangIn string) *tool.Set {
 	var mu sync.Mutex
 	read := tool.Func("read", "Reads.", func(_ context.Context, in echoArgs) (string, error) {
 		return "read:" + in.Text, nil
@@ -93,14 +93,18 @@ func harnessTools(t testing.TB, counter, hangIn string) *tool.Set {
 		}
 		return "wrote:" + in.Text, nil
 	}, nil)
-	return set(t, read, write)
+	s, err := tool.NewSet(read, write)
+	if err != nil {
+		panic(err) // a bug in the test
+	}
+	return s
 }
 
-func harnessAgent(t testing.TB, st store.Store, m model.Model, counter, hangIn, owner string, ttl time.Duration) *agent.Agent {
+func harnessAgent(st store.Store, m model.Model, counter, hangIn, owner string, ttl time.Duration) *agent.Agent {
 	return agent.New(agent.Config{
 		Model:    m,
 		System:   "crash harness",
-		Tools:    harnessTools(t, counter, hangIn),
+		Tools:    harnessTools(counter, hangIn),
 		Store:    st,
 		Owner:    owner,
 		ClaimTTL: ttl,

@@ -24,7 +24,7 @@ func reference(t *testing.T) ([]llm.Message, int) {
 	t.Helper()
 	st := &countingStore{Store: store.NewMemory()}
 	counter := filepath.Join(t.TempDir(), "counter")
-	res, err := harnessAgent(t, st, harnessModel(""), counter, "", "w", 0).Run(context.Background(), agent.Prompt("go"))
+	res, err := harnessAgent(st, harnessModel(""), counter, "", "w", 0).Run(context.Background(), agent.Prompt("go"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func reference(t *testing.T) ([]llm.Message, int) {
 func TestJournalRecordsEveryStep(t *testing.T) {
 	st := store.NewMemory()
 	counter := filepath.Join(t.TempDir(), "counter")
-	if _, err := harnessAgent(t, st, harnessModel(""), counter, "", "w", 0).Run(context.Background(), agent.Prompt("go")); err != nil {
+	if _, err := harnessAgent(st, harnessModel(""), counter, "", "w", 0).Run(context.Background(), agent.Prompt("go")); err != nil {
 		t.Fatal(err)
 	}
 	recs, err := st.Load(context.Background(), harnessRunID, 0)
@@ -81,7 +81,7 @@ func TestCheckpointFailureAtEveryStepThenResume(t *testing.T) {
 			st := &countingStore{Store: mem, failAfter: k}
 			counter := filepath.Join(t.TempDir(), "counter")
 			var evs []agent.Event
-			_, err := harnessAgent(t, st, harnessModel(""), counter, "", "w1", 0).Run(context.Background(), agent.Input{
+			_, err := harnessAgent(st, harnessModel(""), counter, "", "w1", 0).Run(context.Background(), agent.Input{
 				Prompt: llm.UserText("go"), OnEvent: func(e agent.Event) { evs = append(evs, e) },
 			})
 			ce := mustAs[*agent.CheckpointError](t, err)
@@ -96,7 +96,7 @@ func TestCheckpointFailureAtEveryStepThenResume(t *testing.T) {
 				t.Fatalf("%d records saved, want %d", len(recs), k)
 			}
 			// Another process (another agent, owner) resumes from the store.
-			res, err := harnessAgent(t, mem, harnessModel(""), counter, "", "w2", 0).Resume(context.Background(), agent.Resumption{RunID: harnessRunID})
+			res, err := harnessAgent(mem, harnessModel(""), counter, "", "w2", 0).Resume(context.Background(), agent.Resumption{RunID: harnessRunID})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -117,14 +117,14 @@ func TestResumeRerunsOnlySafeCalls(t *testing.T) {
 	// write of c3 runs, its result is lost; c4 never starts. Stop at 9 and
 	// add c4's intent by hand, as if it had started in parallel.
 	st := &countingStore{Store: mem, failAfter: 9}
-	_, err := harnessAgent(t, st, harnessModel(""), counter, "", "w", 0).Run(context.Background(), agent.Prompt("go"))
+	_, err := harnessAgent(st, harnessModel(""), counter, "", "w", 0).Run(context.Background(), agent.Prompt("go"))
 	mustAs[*agent.CheckpointError](t, err)
 	rec, _ := store.NewRecord(store.KindToolIntent, map[string]any{"turn": 2, "call": call("c4", "read", "b"), "key": "run_crash/2/c4"})
 	if _, err := mem.Append(context.Background(), harnessRunID, 9, rec); err != nil {
 		t.Fatal(err)
 	}
 	var evs []agent.Event
-	res, err := harnessAgent(t, mem, harnessModel(""), counter, "", "w", 0).Resume(context.Background(), agent.Resumption{RunID: harnessRunID, OnEvent: func(e agent.Event) { evs = append(evs, e) }})
+	res, err := harnessAgent(mem, harnessModel(""), counter, "", "w", 0).Resume(context.Background(), agent.Resumption{RunID: harnessRunID, OnEvent: func(e agent.Event) { evs = append(evs, e) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func TestResumeRerunsOnlySafeCalls(t *testing.T) {
 func TestResumeOfAFinishedRunReturnsItsResult(t *testing.T) {
 	mem := store.NewMemory()
 	counter := filepath.Join(t.TempDir(), "counter")
-	a := harnessAgent(t, mem, harnessModel(""), counter, "", "w", 0)
+	a := harnessAgent(mem, harnessModel(""), counter, "", "w", 0)
 	first, err := a.Run(context.Background(), agent.Input{Prompt: llm.UserText("go"), ConversationID: "conv"})
 	if err != nil {
 		t.Fatal(err)
@@ -197,12 +197,12 @@ func TestTwoResumersExactlyOneProceeds(t *testing.T) {
 	mem := store.NewMemory()
 	counter := filepath.Join(t.TempDir(), "counter")
 	st := &countingStore{Store: mem, failAfter: 4}
-	_, err := harnessAgent(t, st, harnessModel(""), counter, "", "w", 0).Run(context.Background(), agent.Prompt("go"))
+	_, err := harnessAgent(st, harnessModel(""), counter, "", "w", 0).Run(context.Background(), agent.Prompt("go"))
 	mustAs[*agent.CheckpointError](t, err)
 
 	gate := filepath.Join(t.TempDir(), "gate")
-	first := harnessAgent(t, mem, harnessModel(gate), counter, "", "r1", time.Minute)
-	second := harnessAgent(t, mem, harnessModel(""), counter, "", "r2", time.Minute)
+	first := harnessAgent(mem, harnessModel(gate), counter, "", "r1", time.Minute)
+	second := harnessAgent(mem, harnessModel(""), counter, "", "r2", time.Minute)
 	done := make(chan error, 1)
 	started := make(chan struct{})
 	go func() {
