@@ -155,6 +155,47 @@ func (j *journal) append(ctx context.Context, a *Agent, kind store.Kind, v any) 
 	return nil
 }
 
+// keepAlive renews the claim every third of its ttl while the run is
+// driven, so that a long model call or tool does not let it lapse; a
+// renewal that fails (another owner took the run, the store is gone)
+// cancels the run with a *CheckpointError. It returns the function that
+// stops it.
+func (j *journal) keepAlive(ctx context.Context, a *Agent, cancel context.CancelCauseFunc) func() {
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(j.ttl / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			j.mu.Lock()
+			err := error(nil)
+			if !j.released {
+				err = j.s.Claim(ctx, j.id, j.owner, j.ttl)
+				if err == nil {
+					j.claimed = a.now()
+				}
+			}
+			j.mu.Unlock()
+			if err != nil && ctx.Err() == nil {
+				cancel(&CheckpointError{Op: "renew claim", Err: err})
+				return
+			}
+		}
+	}()
+	return func() {
+		close(stop)
+		<-done
+	}
+}
+
 func (j *journal) modelTurn(ctx context.Context, x *runner, turn int, resp llm.Response) error {
 	if j == nil {
 		return nil

@@ -130,11 +130,14 @@ var errConsumerGone = errors.New("agent: the consumer of the event stream stoppe
 
 // drive runs the loop to the end.
 func (x *runner) drive(parent context.Context) (Result, error) {
-	ctx, cancel := context.WithCancel(parent)
-	defer cancel()
-	x.cancel = cancel
+	ctx, cancel := context.WithCancelCause(parent)
+	defer cancel(nil)
+	x.cancel = func() { cancel(errConsumerGone) }
 	if x.stopped { // RunStarted was refused
-		cancel()
+		x.cancel()
+	}
+	if x.j != nil {
+		defer x.j.keepAlive(ctx, x.a, cancel)()
 	}
 	for {
 		if x.stopped {
@@ -325,10 +328,11 @@ func (x *runner) end(ctx context.Context, err error) error {
 	}
 	if x.stopped {
 		err = errConsumerGone
-	}
-	if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
-		if cause := context.Cause(ctx); cause != nil && !x.stopped {
-			err = fmt.Errorf("%w (while: %v)", cause, err)
+	} else if ctx.Err() != nil {
+		// A cause of the driver's own (a lost claim) says more than the
+		// cancellation it caused.
+		if cause := context.Cause(ctx); cause != ctx.Err() && !errors.Is(err, cause) {
+			err = cause
 		}
 	}
 	re := &RunError{RunID: x.id, Err: err}
