@@ -1,0 +1,9 @@
+//go:build unix
+
+package cli
+
+import "syscall"
+
+// openNonblock makes opening a FIFO return at once instead of waiting for
+// a writer.
+const openNonblock = syscall.O_NONBLOCK

@@ -1,0 +1,349 @@
+package ui
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/llm"
+	"github.com/loomkit/loom/model"
+)
+
+// Text renders a run for people. The answer is streamed to Out as it
+// arrives; everything else goes to Err, one line each: the run's id,
+// a line per tool call ("[bash: go test ./...]") and a short summary of its
+// result, retries and their waits, notes, and at the end the turns, tokens
+// and cost. With Color, lines are coloured; with Spinner, a spinner on Err
+// says what loom is waiting for. Set both only when Err is a terminal
+// (IsTerminal) and, for Color, when ColorAllowed.
+//
+// Make a Text with its fields set and call Close when done with it (it stops
+// the spinner). A Text may render several runs one after the other.
+type Text struct {
+	Out, Err io.Writer
+	Color    bool
+	Spinner  bool
+	// Indent is written before every line on Err (the demo indents).
+	Indent string
+
+	mu       sync.Mutex
+	lineOpen bool // Out holds a partial line
+	spin     *spinner
+	label    string // what the spinner says; "" hides it
+	calls    int    // tool calls of the current batch
+	model    string
+	usage    llm.Usage
+	cost     float64
+}
+
+// ANSI styles.
+const (
+	reset  = "\x1b[0m"
+	bold   = "\x1b[1m"
+	dim    = "\x1b[2m"
+	red    = "\x1b[31m"
+	green  = "\x1b[32m"
+	yellow = "\x1b[33m"
+	cyan   = "\x1b[36m"
+)
+
+func (t *Text) style(s, text string) string {
+	if !t.Color || text == "" {
+		return text
+	}
+	return s + text + reset
+}
+
+// Start implements Sink.
+func (t *Text) Start(runID, model string, resumed bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.model, t.usage, t.cost, t.calls = model, llm.Usage{}, 0, 0
+	verb := "run"
+	if resumed {
+		verb = "resuming run"
+	}
+	t.errLine(t.style(dim, fmt.Sprintf("%s %s · %s", verb, runID, model)))
+	t.wait("waiting for " + model)
+}
+
+// Event implements Sink.
+func (t *Text) Event(ev agent.Event) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch ev := ev.(type) {
+	case agent.TextDelta:
+		if ev.Text == "" {
+			return
+		}
+		t.clearSpinner()
+		t.label = ""
+		text := Sanitize(ev.Text)
+		io.WriteString(t.Out, text)
+		t.lineOpen = !strings.HasSuffix(text, "\n")
+	case agent.ThinkingDelta:
+		t.wait("thinking")
+	case agent.ToolCall:
+		t.calls++
+		t.errLine(t.style(cyan, "["+t.style(bold, ev.Call.Name)+t.colorAgain(cyan)+CallSummary(ev.Call)+"]"))
+		if !ev.Preresolved {
+			t.wait("running " + ev.Call.Name)
+		}
+	case agent.ToolResult:
+		prefix := ""
+		if t.calls > 1 {
+			prefix = ev.Call.Name + ": "
+		}
+		sum := ResultSummary(ev.Call.Name, ev.Result)
+		if ev.Result.IsError {
+			t.errLine("  " + t.style(red, "✗ "+prefix+sum))
+		} else {
+			t.errLine("  " + t.style(green, "✓") + " " + prefix + sum)
+		}
+		t.wait("waiting for " + t.model)
+	case agent.InvalidToolCall:
+		t.errLine("  " + t.style(yellow, fmt.Sprintf("! the model called %q, which is not a tool here", ev.Call.Name)))
+	case agent.Retrying:
+		t.errLine("  " + t.style(yellow, fmt.Sprintf("↻ %s; retrying in %s (attempt %d failed)", short(ev.Err), Duration(ev.Wait), ev.Attempt)))
+		t.wait("retrying in " + Duration(ev.Wait))
+	case agent.TurnRestarted:
+		t.closeLine()
+		t.errLine("  " + t.style(yellow, fmt.Sprintf("↻ the answer broke off (%s); asking again in %s", short(ev.Err), Duration(ev.Wait))))
+		t.wait("retrying in " + Duration(ev.Wait))
+	case agent.Note:
+		t.errLine("  " + t.style(yellow, "! "+firstLine(ev.Text, 160)))
+	case agent.Usage:
+		t.usage, t.cost = ev.Total, ev.CostUSD
+	case agent.ApprovalRequested:
+		t.calls = 0
+	}
+}
+
+// colorAgain restarts a colour after a nested style reset it.
+func (t *Text) colorAgain(s string) string {
+	if !t.Color {
+		return ""
+	}
+	return s
+}
+
+// Done implements Sink.
+func (t *Text) Done(res agent.Result) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.label = ""
+	t.closeLine()
+	t.usage, t.cost = res.Usage, res.CostUSD
+	t.errLine(t.style(green, "✓ done") + t.style(dim, " · "+t.footer(len(res.Calls))))
+	t.calls = 0
+}
+
+// Fail implements Sink.
+func (t *Text) Fail(runID string, err error, resumable bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.label = ""
+	t.closeLine()
+	kind := Kind(err)
+	msg := err.Error()
+	var me *model.Error
+	if errors.As(err, &me) && !me.Retryable() && (me.Kind == model.KindAuth || me.Kind == model.KindPermission) {
+		msg += " (check the API key)"
+	}
+	if kind == "interrupted" {
+		t.errLine(t.style(yellow, "interrupted") + t.style(dim, " · "+t.footer(-1)))
+	} else {
+		t.errLine(t.style(red, "✗ "+msg) + t.style(dim, " · "+t.footer(-1)))
+	}
+	if resumable && runID != "" {
+		t.errLine(t.style(dim, "the run is saved; continue it with: ") + "loom resume " + runID)
+	}
+	t.calls = 0
+}
+
+func (t *Text) footer(turns int) string {
+	var parts []string
+	if turns >= 0 {
+		parts = append(parts, plural(turns, "turn"))
+	}
+	parts = append(parts, fmt.Sprintf("%s in / %s out tokens", Count(t.usage.InputTokens), Count(t.usage.OutputTokens)))
+	if t.cost > 0 {
+		parts = append(parts, fmt.Sprintf("$%.4f", t.cost))
+	}
+	return strings.Join(parts, " · ")
+}
+
+// Line writes a line of its own on Err, in the given style ("" for none,
+// else "dim", "red", "green", "yellow").
+func (t *Text) Line(style, text string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.errLine(t.style(styles[style], text))
+}
+
+var styles = map[string]string{"": "", "dim": dim, "red": red, "green": green, "yellow": yellow, "cyan": cyan, "bold": bold}
+
+// Interlude runs fn with the spinner hidden and Out's line closed, so that
+// fn can write a question on Err and read the answer (an approval prompt).
+// Nothing else is rendered meanwhile.
+func (t *Text) Interlude(fn func(w io.Writer, style func(name, text string) string)) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	label := t.label
+	t.label = ""
+	t.clearSpinner()
+	t.closeLine()
+	fn(t.Err, func(name, text string) string { return t.style(styles[name], text) })
+	t.label = label
+}
+
+// Close stops the spinner.
+func (t *Text) Close() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.label = ""
+	t.clearSpinner()
+	if t.spin != nil {
+		close(t.spin.stop)
+		t.spin = nil
+	}
+}
+
+// closeLine ends a partial answer line on Out.
+func (t *Text) closeLine() {
+	if t.lineOpen {
+		io.WriteString(t.Out, "\n")
+		t.lineOpen = false
+	}
+}
+
+// errLine writes one line on Err, after closing Out's line and hiding the
+// spinner. The caller holds t.mu.
+func (t *Text) errLine(s string) {
+	t.clearSpinner()
+	t.closeLine()
+	io.WriteString(t.Err, t.Indent+s+"\n")
+}
+
+// wait sets what the spinner says. The caller holds t.mu.
+func (t *Text) wait(label string) {
+	t.label = label
+	if !t.Spinner || t.spin != nil {
+		return
+	}
+	t.spin = &spinner{stop: make(chan struct{})}
+	go t.spinLoop(t.spin)
+}
+
+type spinner struct {
+	stop  chan struct{}
+	shown bool
+	frame int
+	since time.Time
+	label string
+}
+
+var frames = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
+
+func (t *Text) spinLoop(s *spinner) {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-tick.C:
+		}
+		t.mu.Lock()
+		if t.spin == s {
+			t.drawSpinner()
+		}
+		t.mu.Unlock()
+	}
+}
+
+// drawSpinner redraws the spinner line. The caller holds t.mu.
+func (t *Text) drawSpinner() {
+	s := t.spin
+	if t.label == "" || t.lineOpen {
+		t.clearSpinner()
+		return
+	}
+	if s.label != t.label {
+		s.label, s.since = t.label, time.Now()
+	}
+	s.frame = (s.frame + 1) % len(frames)
+	text := fmt.Sprintf("%s %s… %s", frames[s.frame], t.label, Duration(time.Since(s.since).Truncate(time.Second)))
+	io.WriteString(t.Err, "\r"+t.Indent+t.style(dim, text)+"\x1b[K")
+	s.shown = true
+}
+
+// clearSpinner erases the spinner line if it is shown. The caller holds
+// t.mu.
+func (t *Text) clearSpinner() {
+	if t.spin != nil && t.spin.shown {
+		io.WriteString(t.Err, "\r\x1b[K")
+		t.spin.shown = false
+	}
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// Count writes n with thousands separators.
+func Count(n int64) string {
+	s := fmt.Sprint(n)
+	if n < 0 {
+		return s
+	}
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// Duration writes d briefly: "50ms", "1.5s", "2m0s".
+func Duration(d time.Duration) string {
+	switch {
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < time.Minute:
+		return d.Round(100 * time.Millisecond).String()
+	}
+	return d.Round(time.Second).String()
+}
+
+// short describes a model error in a few words: its status and message.
+func short(err error) string {
+	if err == nil {
+		return "failed"
+	}
+	var me *model.Error
+	if errors.As(err, &me) {
+		msg := me.Message
+		if msg == "" && me.Err != nil {
+			msg = me.Err.Error()
+		}
+		head := string(me.Kind)
+		if me.Status != 0 {
+			head = fmt.Sprintf("%d %s", me.Status, me.Kind)
+		}
+		if msg == "" {
+			return head
+		}
+		return head + ": " + firstLine(msg, 100)
+	}
+	return firstLine(err.Error(), 120)
+}
