@@ -59,8 +59,27 @@ func benchClient() *http.Client {
 	return &http.Client{Transport: &http.Transport{MaxIdleConns: 512, MaxIdleConnsPerHost: 512, IdleConnTimeout: time.Minute}}
 }
 
+// rawAdd is the add tool written by hand, decoding its arguments with
+// json.Unmarshal like the baseline does, so that the comparison measures
+// the driver (tool.Func also validates the arguments against their JSON
+// Schema, which costs more than the rest of a tool call).
+type rawAdd struct{}
+
+func (rawAdd) Spec() llm.ToolSpec {
+	return llm.ToolSpec{Name: "add", Description: "Adds a and b.", Effect: llm.EffectReadOnly,
+		Schema: json.RawMessage(`{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"}},"required":["a","b"],"additionalProperties":false}`)}
+}
+
+func (rawAdd) Call(_ context.Context, args json.RawMessage) (llm.ToolResult, error) {
+	var in addArgs
+	if err := json.Unmarshal(args, &in); err != nil {
+		return tool.ErrorResult(err.Error()), nil
+	}
+	return llm.ToolResult{Content: strconv.Itoa(in.A + in.B)}, nil
+}
+
 func benchTools(tb testing.TB) *tool.Set {
-	return set(tb, addTool())
+	return set(tb, rawAdd{})
 }
 
 // history returns n prior messages of about 1 KB, alternating user and

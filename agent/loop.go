@@ -45,6 +45,9 @@ type runner struct {
 	costCalls int // run.Calls priced so far
 	cost      float64
 	costKnown bool
+	priceName string // the last model priced, and its price
+	price     Price
+	priceOK   bool
 }
 
 // ledger is what the driver itself keeps of a run, beyond the machine:
@@ -250,7 +253,11 @@ func (x *runner) costSoFar() (float64, error) {
 		if name == "" {
 			name = x.a.cfg.ModelName
 		}
-		p, ok := b.PriceOf(name)
+		if name != x.priceName || x.costCalls == 0 {
+			x.priceName = name
+			x.price, x.priceOK = b.PriceOf(name)
+		}
+		p, ok := x.price, x.priceOK
 		if !ok {
 			if b.MaxCostUSD > 0 {
 				return 0, &BudgetError{Limit: "cost", Reason: fmt.Sprintf("the cost budget cannot be enforced: no price is known for model %q; add it to Budget.Prices", name)}
