@@ -12,8 +12,8 @@ import (
 // as they are. Add new ones beside them.
 var (
 	fixtureDir       = filepath.Join("testdata", "format1")
-	snapshotFixtures = filepath.Join(fixtureDir, "snapshots")      // run.Run snapshots
-	journalFixtures  = filepath.Join(fixtureDir, "journals")       // journals of package agent, as JSON Lines
+	snapshotFixtures = filepath.Join(fixtureDir, "snapshots")       // run.Run snapshots
+	journalFixtures  = filepath.Join(fixtureDir, "journals")        // journals of package agent, as JSON Lines
 	agentFixtures    = filepath.Join(fixtureDir, "agent_snapshots") // agent snapshots
 	runGoldens       = filepath.Join("..", "..", "run", "testdata")
 	storeFixtures    = filepath.Join("..", "..", "store", "testdata", "format1")
