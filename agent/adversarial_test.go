@@ -111,3 +111,26 @@ func TestClaimIsRenewedWhileDriving(t *testing.T) {
 		}
 	})
 }
+
+// A decision the machine refuses (edited arguments that are not JSON)
+// does not lose the run: it still waits, and good decisions resume it.
+func TestBadDecisionKeepsTheRunWaiting(t *testing.T) {
+	st := store.NewMemory()
+	var ran []string
+	tools := set(t, guardedTool(llm.EffectDestructive, &ran))
+	m := modeltest.NewScript(modeltest.ToolCalls(pathCall("c1", "guarded_destructive", "x")), modeltest.Text("done"))
+	a := agent.New(agent.Config{Model: m, Approver: suspender(), Tools: tools, Store: st})
+	_, err := a.Run(context.Background(), agent.Prompt("go"))
+	se := mustAs[*agent.SuspendedError](t, err)
+	_, err = a.Resume(context.Background(), agent.Resumption{RunID: se.RunID, Decisions: []run.Decision{{CallID: "c1", Action: run.Edited, Arguments: `{"path":`}}})
+	if !errors.Is(err, agent.ErrApproval) || !errors.Is(err, run.ErrProtocol) {
+		t.Fatalf("err = %v", err)
+	}
+	if info, _ := st.Get(context.Background(), se.RunID); info.Status != store.StatusWaitingApproval {
+		t.Fatalf("status = %s", info.Status)
+	}
+	res, err := a.Resume(context.Background(), agent.Resumption{RunID: se.RunID, Decisions: []run.Decision{{CallID: "c1", Action: run.Edited, Arguments: `{"path":"y"}`}}})
+	if err != nil || res.Output != "done" || len(ran) != 1 || ran[0] != "y" {
+		t.Fatalf("res = %+v, err = %v, ran %v", res, err, ran)
+	}
+}

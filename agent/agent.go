@@ -263,7 +263,9 @@ type Resumption struct {
 	Snapshot json.RawMessage
 	// Decisions answer the calls a suspended run waits for (one per call
 	// of the *SuspendedError). Calls they do not cover go to the
-	// Approver.
+	// Approver; if it suspends the run again, give all decisions next
+	// time (partial ones are not kept). A decision for a call that does
+	// not wait is refused with a *ResumeError before anything runs.
 	Decisions []run.Decision
 	// OnEvent gets the events of Resume (ResumeStream yields them).
 	OnEvent func(Event)

@@ -357,9 +357,9 @@ func (a *Agent) resume(ctx context.Context, res Resumption, emit func(Event) boo
 	default:
 		return nil, &ConfigError{Field: "Resumption", Reason: "names no run: set RunID (with a Store) or Snapshot"}
 	}
-	if x.decisions != nil && x.r.State() != run.StateAwaitingApproval {
+	if err := x.checkDecisions(); err != nil {
 		x.j.release(ctx)
-		return nil, &ResumeError{RunID: x.id, Reason: fmt.Sprintf("decisions were given, but the run is not waiting for approval (it is in state %s)", x.r.State())}
+		return nil, err
 	}
 	if s := x.r.Config().Schema; s != nil {
 		os, err := outputFromShape(s)
@@ -372,6 +372,32 @@ func (a *Agent) resume(ctx context.Context, res Resumption, emit func(Event) boo
 	x.start = a.now()
 	x.emit(RunStarted{RunID: x.id, Resumed: true})
 	return x, nil
+}
+
+// checkDecisions refuses, before anything is driven, decisions given to a
+// run that does not wait for them.
+func (x *runner) checkDecisions() error {
+	if x.decisions == nil {
+		return nil
+	}
+	if x.r.State() != run.StateAwaitingApproval {
+		return &ResumeError{RunID: x.id, Reason: fmt.Sprintf("decisions were given, but the run is not waiting for approval (it is in state %s)", x.r.State())}
+	}
+	step, err := x.r.Next() // idempotent while awaiting approval
+	if err != nil {
+		return &ResumeError{RunID: x.id, Reason: "the run's pending approval cannot be read", Err: err}
+	}
+	waiting := step.(run.ApproveTools).Calls
+	for _, d := range x.decisions {
+		found := false
+		for _, c := range waiting {
+			found = found || c.Call.ID == d.CallID
+		}
+		if !found {
+			return &ResumeError{RunID: x.id, Reason: fmt.Sprintf("a decision is for call %q, which does not wait for approval (waiting: %s)", d.CallID, callIDs(waiting))}
+		}
+	}
+	return nil
 }
 
 func (x *runner) restoreSnapshot(b json.RawMessage) error {

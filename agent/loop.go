@@ -353,13 +353,13 @@ func (x *runner) end(ctx context.Context, err error) error {
 }
 
 // resumable reports whether a run that ended with err may be continued:
-// cancelled, the model unreachable, or the checkpoint unwritable.
+// cancelled, the model unreachable, the checkpoint unwritable, or the
+// approval not given in a usable form (the run still waits for it).
 func resumable(err error) bool {
 	var me *model.Error
-	var ce *CheckpointError
 	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
-		errors.Is(err, errConsumerGone) || errors.As(err, &me) || errors.As(err, &ce) ||
-		errors.Is(err, store.ErrClaimed)
+		errors.Is(err, errConsumerGone) || errors.As(err, &me) || errors.Is(err, ErrCheckpoint) ||
+		errors.Is(err, store.ErrClaimed) || errors.Is(err, ErrApproval) || errors.Is(err, ErrResume)
 }
 
 // elapsed is the time the run has been driven.
