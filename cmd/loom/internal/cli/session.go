@@ -190,7 +190,23 @@ func (s *session) setSink() {
 		Color:   errTerm && ui.ColorAllowed(s.a.env.Getenv),
 		Spinner: errTerm,
 	}
+	s.text.Hint = s.hint
 	s.sink = s.text
+}
+
+// hint is advice about a failed run, in terms of loom's flags.
+func (s *session) hint(err error) string {
+	switch ui.Kind(err) {
+	case "max_turns":
+		return fmt.Sprintf("give a run more turns with --max-turns N (this one had %d)", s.o.maxTurns)
+	case "auth", "permission":
+		return fmt.Sprintf("check the key in %s", s.ms.p.keyVar)
+	case "not_found":
+		return fmt.Sprintf("check the model name (%s) and the base URL (%s)", s.ms.name, s.base)
+	case "network", "timeout":
+		return fmt.Sprintf("check that %s is reachable", s.base)
+	}
+	return ""
 }
 
 // warn says something about the configuration on stderr.

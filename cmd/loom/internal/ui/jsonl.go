@@ -133,7 +133,7 @@ func (j *JSONL) Done(res agent.Result) {
 
 // Fail implements Sink.
 func (j *JSONL) Fail(runID string, err error, _ bool) {
-	j.write(lineError{Type: "error", RunID: runID, Kind: Kind(err), Message: errText(err)})
+	j.write(lineError{Type: "error", RunID: runID, Kind: Kind(err), Message: Message(err)})
 }
 
 // Arguments returns a call's arguments as a JSON object, {} when it has

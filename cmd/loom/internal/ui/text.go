@@ -27,14 +27,18 @@ type Text struct {
 	Out, Err io.Writer
 	Color    bool
 	Spinner  bool
-	// Indent is written before every line on Err (the demo indents).
+	// Indent is written before every line (the demo indents).
 	Indent string
+	// Hint, when set, may return a line of advice about a failure (what
+	// to change on the command line), shown under it.
+	Hint func(err error) string
 
 	mu       sync.Mutex
 	lineOpen bool // Out holds a partial line
 	spin     *spinner
 	label    string // what the spinner says; "" hides it
 	calls    int    // tool calls of the current batch
+	results  bool   // the last event was a tool result
 	model    string
 	usage    llm.Usage
 	cost     float64
@@ -82,12 +86,13 @@ func (t *Text) Event(ev agent.Event) {
 		}
 		t.clearSpinner()
 		t.label = ""
-		text := Sanitize(ev.Text)
-		io.WriteString(t.Out, text)
-		t.lineOpen = !strings.HasSuffix(text, "\n")
+		t.writeOut(Sanitize(ev.Text))
 	case agent.ThinkingDelta:
 		t.wait("thinking")
 	case agent.ToolCall:
+		if t.results {
+			t.calls, t.results = 0, false
+		}
 		t.calls++
 		t.errLine(t.style(cyan, "["+t.style(bold, ev.Call.Name)+t.colorAgain(cyan)+CallSummary(ev.Call)+"]"))
 		if !ev.Preresolved {
@@ -104,6 +109,7 @@ func (t *Text) Event(ev agent.Event) {
 		} else {
 			t.errLine("  " + t.style(green, "✓") + " " + prefix + sum)
 		}
+		t.results = true
 		t.wait("waiting for " + t.model)
 	case agent.InvalidToolCall:
 		t.errLine("  " + t.style(yellow, fmt.Sprintf("! the model called %q, which is not a tool here", ev.Call.Name)))
@@ -119,7 +125,9 @@ func (t *Text) Event(ev agent.Event) {
 	case agent.Usage:
 		t.usage, t.cost = ev.Total, ev.CostUSD
 	case agent.ApprovalRequested:
-		t.calls = 0
+		if t.results {
+			t.calls, t.results = 0, false
+		}
 	}
 }
 
@@ -139,7 +147,7 @@ func (t *Text) Done(res agent.Result) {
 	t.closeLine()
 	t.usage, t.cost = res.Usage, res.CostUSD
 	t.errLine(t.style(green, "✓ done") + t.style(dim, " · "+t.footer(len(res.Calls))))
-	t.calls = 0
+	t.calls, t.results = 0, false
 }
 
 // Fail implements Sink.
@@ -148,21 +156,24 @@ func (t *Text) Fail(runID string, err error, resumable bool) {
 	defer t.mu.Unlock()
 	t.label = ""
 	t.closeLine()
-	kind := Kind(err)
-	msg := err.Error()
-	var me *model.Error
-	if errors.As(err, &me) && !me.Retryable() && (me.Kind == model.KindAuth || me.Kind == model.KindPermission) {
-		msg += " (check the API key)"
+	foot := t.footer(-1)
+	if foot != "" {
+		foot = t.style(dim, " · "+foot)
 	}
-	if kind == "interrupted" {
-		t.errLine(t.style(yellow, "interrupted") + t.style(dim, " · "+t.footer(-1)))
+	if Kind(err) == "interrupted" {
+		t.errLine(t.style(yellow, "interrupted") + foot)
 	} else {
-		t.errLine(t.style(red, "✗ "+msg) + t.style(dim, " · "+t.footer(-1)))
+		t.errLine(t.style(red, "✗ "+Message(err)) + foot)
+	}
+	if t.Hint != nil {
+		if h := t.Hint(err); h != "" {
+			t.errLine(t.style(dim, h))
+		}
 	}
 	if resumable && runID != "" {
 		t.errLine(t.style(dim, "the run is saved; continue it with: ") + "loom resume " + runID)
 	}
-	t.calls = 0
+	t.calls, t.results = 0, false
 }
 
 func (t *Text) footer(turns int) string {
@@ -170,7 +181,9 @@ func (t *Text) footer(turns int) string {
 	if turns >= 0 {
 		parts = append(parts, plural(turns, "turn"))
 	}
-	parts = append(parts, fmt.Sprintf("%s in / %s out tokens", Count(t.usage.InputTokens), Count(t.usage.OutputTokens)))
+	if !t.usage.IsZero() {
+		parts = append(parts, fmt.Sprintf("%s in / %s out tokens", Count(t.usage.InputTokens), Count(t.usage.OutputTokens)))
+	}
 	if t.cost > 0 {
 		parts = append(parts, fmt.Sprintf("$%.4f", t.cost))
 	}
@@ -210,6 +223,30 @@ func (t *Text) Close() {
 	if t.spin != nil {
 		close(t.spin.stop)
 		t.spin = nil
+	}
+}
+
+// writeOut writes answer text on Out, each line indented by Indent.
+func (t *Text) writeOut(text string) {
+	if t.Indent == "" {
+		io.WriteString(t.Out, text)
+		t.lineOpen = !strings.HasSuffix(text, "\n")
+		return
+	}
+	for text != "" {
+		line, rest, nl := strings.Cut(text, "\n")
+		if !t.lineOpen && line != "" {
+			io.WriteString(t.Out, t.Indent)
+		}
+		io.WriteString(t.Out, line)
+		if line != "" {
+			t.lineOpen = true
+		}
+		if nl {
+			io.WriteString(t.Out, "\n")
+			t.lineOpen = false
+		}
+		text = rest
 	}
 }
 

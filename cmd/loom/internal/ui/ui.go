@@ -10,6 +10,7 @@ package ui
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 
 	"github.com/loomkit/loom/agent"
@@ -102,4 +103,22 @@ func IsTerminal(f *os.File) bool {
 // NO_COLOR is set to anything (https://no-color.org) or TERM is "dumb".
 func ColorAllowed(getenv func(string) string) bool {
 	return getenv("NO_COLOR") == "" && getenv("TERM") != "dumb"
+}
+
+// Message says what went wrong in a failed run, for people: the cause
+// without the wrapper that names the run (shown apart), and the turn
+// budget in words rather than in the library's terms.
+func Message(err error) string {
+	var mt *run.MaxTurnsError
+	if errors.As(err, &mt) {
+		return fmt.Sprintf("the turn budget of %d model calls is spent, and the model was not done", mt.MaxTurns)
+	}
+	if Kind(err) == "interrupted" {
+		return "interrupted"
+	}
+	var re *agent.RunError
+	if errors.As(err, &re) && re.Err != nil {
+		err = re.Err
+	}
+	return err.Error()
 }
