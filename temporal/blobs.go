@@ -213,6 +213,10 @@ type blobCache struct {
 type cacheEntry struct {
 	key  string
 	data []byte
+	// decoded is the blob decoded (an llm.Message), set on first use:
+	// decoding a transcript again for every call would cost as much as
+	// the quadratic history this package avoids.
+	decoded any
 }
 
 func newBlobCache(store Blobs, max int64) *blobCache {
@@ -247,6 +251,26 @@ func (c *blobCache) add(key string, data []byte) {
 		c.ll.Remove(e)
 		delete(c.items, ce.key)
 		c.size -= int64(len(ce.data))
+	}
+}
+
+// decoded returns what setDecoded stored for key.
+func (c *blobCache) decoded(key string) (any, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.items[key]; ok && e.Value.(*cacheEntry).decoded != nil {
+		c.ll.MoveToFront(e)
+		return e.Value.(*cacheEntry).decoded, true
+	}
+	return nil, false
+}
+
+// setDecoded keeps v, the decoded blob of key, while key is cached.
+func (c *blobCache) setDecoded(key string, v any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.items[key]; ok {
+		e.Value.(*cacheEntry).decoded = v
 	}
 }
 

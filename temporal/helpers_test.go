@@ -11,9 +11,11 @@ import (
 	"time"
 
 	commonpb "go.temporal.io/api/common/v1"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"google.golang.org/protobuf/proto"
@@ -48,9 +50,7 @@ func mustSet(t testing.TB, tools ...tool.Tool) *tool.Set {
 // reg registered.
 func newEnv(t testing.TB, reg Registry) *testsuite.TestWorkflowEnvironment {
 	t.Helper()
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
-	env.SetTestTimeout(60 * time.Second)
+	env := newBareEnv(t)
 	if err := Register(env, reg); err != nil {
 		t.Fatal(err)
 	}
@@ -247,3 +247,33 @@ type testsuiteEnv = testsuite.TestWorkflowEnvironment
 type retryPolicy = temporal.RetryPolicy
 
 func errorsAs(err error, target any) bool { return errors.As(err, target) }
+
+type (
+	activityInfo  = activity.Info
+	encodedValues = converter.EncodedValues
+)
+
+// newBareEnv returns a test environment with nothing registered.
+func newBareEnv(t testing.TB) *testsuite.TestWorkflowEnvironment {
+	var s testsuite.WorkflowTestSuite
+	s.SetLogger(quietLogger{})
+	env := s.NewTestWorkflowEnvironment()
+	env.SetTestTimeout(2 * time.Minute)
+	// The race detector makes JSON ten times slower: restoring a carried
+	// transcript of a megabyte then takes seconds of workflow code.
+	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: time.Minute})
+	return env
+}
+
+func activityOptions(name string) activity.RegisterOptions {
+	return activity.RegisterOptions{Name: name}
+}
+
+// quietLogger drops the SDK's debug and info logs; warnings and errors
+// go to the test log... of nobody: tests assert on outcomes instead.
+type quietLogger struct{}
+
+func (quietLogger) Debug(string, ...any) {}
+func (quietLogger) Info(string, ...any)  {}
+func (quietLogger) Warn(string, ...any)  {}
+func (quietLogger) Error(string, ...any) {}

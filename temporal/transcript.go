@@ -181,16 +181,9 @@ func (r *resolver) chain(ctx context.Context, node string, n int) ([]string, err
 	}
 	var nodes []chainNode
 	for key := node; key != ""; {
-		data, err := r.cache.get(ctx, key)
-		if errors.Is(err, ErrBlobNotFound) {
-			return nil, fmt.Errorf("%w: chain node %s: %v", errMissing, key, err)
-		}
+		nd, err := r.node(ctx, key)
 		if err != nil {
 			return nil, err
-		}
-		var nd chainNode
-		if err := json.Unmarshal(data, &nd); err != nil {
-			return nil, fmt.Errorf("transcript: chain node %s: %w", key, err)
 		}
 		nodes = append(nodes, nd)
 		if len(nodes) > 1_000_000 {
@@ -211,7 +204,32 @@ func (r *resolver) chain(ctx context.Context, node string, n int) ([]string, err
 	return keys, nil
 }
 
+// node returns the chain node stored under key.
+func (r *resolver) node(ctx context.Context, key string) (chainNode, error) {
+	if v, ok := r.cache.decoded(key); ok {
+		return v.(chainNode), nil
+	}
+	data, err := r.cache.get(ctx, key)
+	if errors.Is(err, ErrBlobNotFound) {
+		return chainNode{}, fmt.Errorf("%w: chain node %s: %v", errMissing, key, err)
+	}
+	if err != nil {
+		return chainNode{}, err
+	}
+	var nd chainNode
+	if err := json.Unmarshal(data, &nd); err != nil {
+		return chainNode{}, fmt.Errorf("transcript: chain node %s: %w", key, err)
+	}
+	r.cache.setDecoded(key, nd)
+	return nd, nil
+}
+
+// message returns the message stored under key. Messages are shared
+// between the requests a worker assembles: models must not modify them.
 func (r *resolver) message(ctx context.Context, key string) (llm.Message, error) {
+	if v, ok := r.cache.decoded(key); ok {
+		return v.(llm.Message), nil
+	}
 	data, err := r.cache.get(ctx, key)
 	if errors.Is(err, ErrBlobNotFound) {
 		return llm.Message{}, fmt.Errorf("%w: message %s: %v", errMissing, key, err)
@@ -223,6 +241,7 @@ func (r *resolver) message(ctx context.Context, key string) (llm.Message, error)
 	if err := json.Unmarshal(data, &m); err != nil {
 		return llm.Message{}, fmt.Errorf("transcript: message %s: %w", key, err)
 	}
+	r.cache.setDecoded(key, m)
 	return m, nil
 }
 
@@ -252,6 +271,7 @@ func (r *resolver) transcript(ctx context.Context, ref transcriptRef) ([]llm.Mes
 			if err := r.cache.put(ctx, key, data); err != nil {
 				return nil, err
 			}
+			r.cache.setDecoded(key, *nm.Msg)
 			node.Msgs = append(node.Msgs, key)
 			msgs = append(msgs, *nm.Msg)
 		case nm.Key != "":

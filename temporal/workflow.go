@@ -35,6 +35,9 @@ type runner struct {
 	decided        []string // call ids decided in this workflow run
 	running        []llm.ToolCall
 	failure        string
+	// The history's size and length when the loop started (after the
+	// carried state was loaded).
+	startSize, startLength int
 }
 
 // Workflow drives one run.Run to its end: the workflow registered as
@@ -86,6 +89,8 @@ func (w *runner) setup() error {
 }
 
 func (w *runner) loop() (run.Response, error) {
+	info := workflow.GetInfo(w.ctx)
+	w.startSize, w.startLength = info.GetCurrentHistorySize(), info.GetCurrentHistoryLength()
 	for {
 		if w.ctx.Err() != nil {
 			return w.cancelled()
@@ -575,15 +580,34 @@ func (w *runner) cancelled() (run.Response, error) {
 }
 
 // shouldContinue reports whether the workflow should continue as new
-// before the next model call.
+// before the next model call: the history passed a bound (or the server
+// suggests it), and it grew since this run started by at least what the
+// run started with. The second condition keeps the carried state (a run
+// starts with its transcript in its history) from being carried again
+// turn after turn: each byte of history is carried at most once more, so
+// the history over all runs stays linear in the run's length.
 func (w *runner) shouldContinue() bool {
 	if w.turnsThisRun == 0 {
-		return false // never twice in a row: a carry larger than a bound would loop
+		return false
+	}
+	o := w.opts
+	if o.TurnsPerRun > 0 && w.turnsThisRun >= o.TurnsPerRun {
+		return true
 	}
 	info := workflow.GetInfo(w.ctx)
-	o := w.opts
-	return info.GetContinueAsNewSuggested() ||
-		o.HistoryBytes > 0 && info.GetCurrentHistorySize() >= o.HistoryBytes ||
-		o.HistoryEvents > 0 && info.GetCurrentHistoryLength() >= o.HistoryEvents ||
-		o.TurnsPerRun > 0 && w.turnsThisRun >= o.TurnsPerRun
+	size, length := info.GetCurrentHistorySize(), info.GetCurrentHistoryLength()
+	grown := size-w.startSize >= w.startSize && length-w.startLength >= w.startLength
+	if size >= hardHistoryBytes || length >= hardHistoryEvents {
+		return true // close to the server's limits: continue whatever it costs
+	}
+	return grown && (info.GetContinueAsNewSuggested() ||
+		o.HistoryBytes > 0 && size >= o.HistoryBytes ||
+		o.HistoryEvents > 0 && length >= o.HistoryEvents)
 }
+
+// Bounds past which the workflow continues as new regardless: well below
+// the server's hard limits of 50 MiB and 51,200 events.
+const (
+	hardHistoryBytes  = 32 << 20
+	hardHistoryEvents = 32_000
+)
