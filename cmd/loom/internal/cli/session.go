@@ -335,7 +335,7 @@ func blocking(run func(on func(agent.Event)) error) iter.Seq2[agent.Event, error
 // an *exitError with the status to exit with, wrapping nothing; callers
 // that need the agent's error get it from runErr.
 func (s *session) drive(ctx context.Context, seq iter.Seq2[agent.Event, error], runID string, resumed bool) (agent.Result, error) {
-	started := false
+	started, streamed := false, false
 	for ev, err := range seq {
 		if err != nil {
 			var ce *agent.ConfigError
@@ -361,7 +361,15 @@ func (s *session) drive(ctx context.Context, seq iter.Seq2[agent.Event, error], 
 		case agent.RunStarted:
 			runID, started = ev.RunID, true
 			s.sink.Start(ev.RunID, s.ms.spec, ev.Resumed)
+		case agent.TextDelta:
+			streamed = true
+			s.sink.Event(ev)
 		case agent.Done:
+			if !streamed && ev.Result.Output != "" {
+				// A run that was done already is not played again: show
+				// its answer.
+				s.sink.Event(agent.TextDelta{Text: ev.Result.Output})
+			}
 			s.sink.Done(ev.Result)
 			return ev.Result, nil
 		default:

@@ -79,8 +79,9 @@ func Kind(err error) string {
 }
 
 // ErrInterrupted is the cause loom gives a run's context when the user
-// pressed Ctrl-C (or the process got SIGTERM).
-var ErrInterrupted = errors.New("interrupted")
+// pressed Ctrl-C (or the process got SIGTERM). It wraps context.Canceled,
+// so that the run is seen as cancelled (and resumable), not as failed.
+var ErrInterrupted = fmt.Errorf("interrupted by the user: %w", context.Canceled)
 
 // IsTerminal reports whether f is a terminal (a character device that is
 // not the null device). It is a heuristic that needs no system calls
