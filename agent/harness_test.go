@@ -86,7 +86,7 @@ func harnessTools(counter, hangIn string) *tool.Set {
 		if err != nil {
 			return "", err
 		}
-		if in.Text == hangIn {
+		if hangIn != "" && in.Text == hangIn {
 			fmt.Println("IN_TOOL")
 			os.Stdout.Sync()
 			select {}
