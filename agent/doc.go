@@ -94,9 +94,11 @@
 // replays the journal into a fresh machine and continues; a call that had
 // started but never reported back is run again only if its tool is
 // read-only or idempotent, and otherwise answered with InterruptedMaybe.
-// Runs are claimed in the store while driven, so two processes never
-// drive one run: the second Resume fails with an error matching
-// store.ErrClaimed. Conversations (Input.ConversationID) are loaded at the
+// Runs are claimed in the store while driven (the claim is renewed every
+// third of Config.ClaimTTL, also during a long tool call), so two
+// processes never drive one run: the second Resume fails with an error
+// matching store.ErrClaimed. A claim left by a process that died lapses
+// after its ttl; a process with the same Config.Owner may take it at once. Conversations (Input.ConversationID) are loaded at the
 // start of a run and appended to exactly once, when the run is done.
 //
 // # Concurrency
