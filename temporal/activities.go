@@ -235,13 +235,21 @@ type toolIntent struct {
 // the server before the tool runs. A later attempt that finds it (the
 // worker died, or the attempt timed out) does not run a tool that is not
 // safe to repeat again and answers WorkerLost instead.
-func (a *activities) Tool(ctx context.Context, in toolInput) (llm.ToolResult, error) {
+// toolOutput is the tool activity's result.
+type toolOutput struct {
+	Result llm.ToolResult `json:"result"`
+	// ContentKey is the key under which the result's content was stored
+	// (empty when it was not), so the next model call can name it.
+	ContentKey string `json:"content_key,omitempty"`
+}
+
+func (a *activities) Tool(ctx context.Context, in toolInput) (toolOutput, error) {
 	info := activity.GetInfo(ctx)
 	if info.Attempt > 1 && activity.HasHeartbeatDetails(ctx) {
 		var prev toolIntent
 		if activity.GetHeartbeatDetails(ctx, &prev) == nil && prev.Started && !in.Effect.SafeToRepeat() {
 			activity.GetLogger(ctx).Warn("not repeating a tool call that may have run", "tool", in.Call.Name, "call", in.Call.ID, "attempt", info.Attempt)
-			return llm.ToolResult{CallID: in.Call.ID, Name: in.Call.Name, Content: WorkerLost, IsError: true}, nil
+			return toolOutput{Result: llm.ToolResult{CallID: in.Call.ID, Name: in.Call.Name, Content: WorkerLost, IsError: true}}, nil
 		}
 	}
 	intent := toolIntent{Key: in.Key, Started: true}
@@ -255,14 +263,21 @@ func (a *activities) Tool(ctx context.Context, in toolInput) (llm.ToolResult, er
 	if ctx.Err() != nil {
 		// Cancelled: report what the tool said, as the details of a
 		// cancellation, so the workflow knows it was cut short.
-		return llm.ToolResult{}, temporal.NewCanceledError(res)
+		return toolOutput{}, temporal.NewCanceledError(res)
 	}
 	if err != nil {
 		info := toolErrorInfo{Name: in.Call.Name, CallID: in.Call.ID, Message: err.Error()}
-		return llm.ToolResult{}, appError((&ToolError{Name: info.Name, CallID: info.CallID, Message: info.Message}).Error(), ErrorTypeTool, info)
+		return toolOutput{}, appError((&ToolError{Name: info.Name, CallID: info.CallID, Message: info.Message}).Error(), ErrorTypeTool, info)
 	}
 	res.CallID, res.Name = in.Call.ID, in.Call.Name
-	return res, nil
+	out := toolOutput{Result: res}
+	if len(res.Content) >= minContentRef {
+		key := contentKey(res.Content)
+		if a.res.cache.put(ctx, key, []byte(res.Content)) == nil {
+			out.ContentKey = key
+		}
+	}
+	return out, nil
 }
 
 // describeInput is the describe activity's argument.

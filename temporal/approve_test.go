@@ -137,10 +137,11 @@ func TestApprovalsByUpdate(t *testing.T) {
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
-	var resp run.Response
-	if err := env.GetWorkflowResult(&resp); err != nil {
+	var res Result
+	if err := env.GetWorkflowResult(&res); err != nil {
 		t.Fatal(err)
 	}
+	resp := res.Response
 	mustReject(u8, "stale")
 	mustAccept(u9)
 	if strings.Join(steps, ", ") != "first approval, second approval" {
@@ -190,10 +191,11 @@ func TestApprovalTimeout(t *testing.T) {
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
-	var resp run.Response
-	if err := env.GetWorkflowResult(&resp); err != nil {
+	var res Result
+	if err := env.GetWorkflowResult(&res); err != nil {
 		t.Fatal(err)
 	}
+	resp := res.Response
 	if removed != 0 {
 		t.Fatal("a call without a decision ran")
 	}

@@ -19,13 +19,13 @@ const loadPageBytes = 1 << 20
 
 // continueAsNew ends this workflow run and starts the next with the run's
 // state carried over.
-func (w *runner) continueAsNew() (run.Response, error) {
+func (w *runner) continueAsNew() (Result, error) {
 	c, err := w.carry()
 	if err != nil {
 		return w.fail(err)
 	}
 	next := Input{Model: w.in.Model, Tools: w.in.Tools, Options: w.in.Options, Resume: c}
-	return run.Response{}, workflow.NewContinueAsNewError(w.ctx, WorkflowName, next)
+	return Result{}, workflow.NewContinueAsNewError(w.ctx, WorkflowName, next)
 }
 
 // carry returns what the next run needs: the run's snapshot inline when it

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"iter"
 	"time"
@@ -13,6 +14,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/loomkit/loom/llm"
 	"github.com/loomkit/loom/run"
 )
 
@@ -61,9 +63,42 @@ func Attach(c client.Client, id string) *Handle {
 // messages so far. Other errors (the workflow was terminated or timed out,
 // the server is unreachable) are the SDK's.
 func (h *Handle) Result(ctx context.Context) (run.Response, error) {
-	var resp run.Response
-	err := h.c.GetWorkflow(ctx, h.WorkflowID, "").Get(ctx, &resp)
-	return resp, decodeError(err)
+	var res Result
+	err := decodeError(h.c.GetWorkflow(ctx, h.WorkflowID, "").Get(ctx, &res))
+	var ce *CancelledError
+	switch {
+	case err == nil && res.Omitted > 0:
+		if res.Response.Messages, err = h.messages(ctx, res.Omitted); err != nil {
+			return run.Response{}, err
+		}
+	case errors.As(err, &ce) && ce.omitted > 0:
+		msgs, merr := h.messages(ctx, ce.omitted)
+		if merr != nil {
+			return run.Response{}, merr
+		}
+		ce.Response.Messages, ce.omitted = msgs, 0
+	}
+	return res.Response, err
+}
+
+// messages fetches the run's n messages with the QueryMessages query.
+func (h *Handle) messages(ctx context.Context, n int) ([]llm.Message, error) {
+	msgs := make([]llm.Message, 0, n)
+	for len(msgs) < n {
+		v, err := h.c.QueryWorkflow(ctx, h.WorkflowID, "", QueryMessages, len(msgs))
+		if err != nil {
+			return nil, fmt.Errorf("temporal: fetching the messages of %s: %w", h.WorkflowID, err)
+		}
+		var page MessagePage
+		if err := v.Get(&page); err != nil {
+			return nil, err
+		}
+		if len(page.Messages) == 0 || page.Total != n {
+			return nil, fmt.Errorf("temporal: fetching the messages of %s: the workflow answered %d of %d messages", h.WorkflowID, len(page.Messages), page.Total)
+		}
+		msgs = append(msgs, page.Messages...)
+	}
+	return msgs, nil
 }
 
 // Status asks the run where it is (the QueryStatus query). It needs a

@@ -102,6 +102,7 @@ func (e *RejectedError) Is(target error) bool { return target == ErrRejected }
 // interrupted or not-run result), so it can be the Input of a new run.
 type CancelledError struct {
 	Response run.Response
+	omitted  int // messages left out of the details, fetched by Result
 }
 
 func (e *CancelledError) Error() string {
@@ -233,11 +234,11 @@ func decodeError(err error) error {
 	}
 	var ce *temporal.CanceledError
 	if errors.As(err, &ce) {
-		var resp run.Response
+		var res Result
 		if ce.HasDetails() {
-			_ = ce.Details(&resp)
+			_ = ce.Details(&res)
 		}
-		return &CancelledError{Response: resp}
+		return &CancelledError{Response: res.Response, omitted: res.Omitted}
 	}
 	var ae *temporal.ApplicationError
 	if !errors.As(err, &ae) {

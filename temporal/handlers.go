@@ -31,6 +31,11 @@ func (w *runner) handlers() error {
 	}); err != nil {
 		return err
 	}
+	if err := workflow.SetQueryHandler(w.ctx, QueryMessages, func(from int) (MessagePage, error) {
+		return w.messages(from), nil
+	}); err != nil {
+		return err
+	}
 	return workflow.SetUpdateHandlerWithOptions(w.ctx, UpdateApprove, w.approve, workflow.UpdateHandlerOptions{
 		Validator: w.validateApproval,
 	})

@@ -83,11 +83,22 @@ func execute(t testing.TB, mk func() *testsuite.TestWorkflowEnvironment, in Inpu
 		if err != nil {
 			return run.Response{}, decodeError(err), runs
 		}
-		var resp run.Response
-		if err := env.GetWorkflowResult(&resp); err != nil {
+		var res Result
+		if err := env.GetWorkflowResult(&res); err != nil {
 			t.Fatal(err)
 		}
-		return resp, nil, runs
+		for len(res.Response.Messages) < res.Omitted {
+			v, err := env.QueryWorkflow(QueryMessages, len(res.Response.Messages))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var page MessagePage
+			if err := v.Get(&page); err != nil || len(page.Messages) == 0 {
+				t.Fatalf("messages page: %+v, %v", page, err)
+			}
+			res.Response.Messages = append(res.Response.Messages, page.Messages...)
+		}
+		return res.Response, nil, runs
 	}
 }
 

@@ -115,7 +115,7 @@ func TestBoundedHistory200Turns(t *testing.T) {
 	}
 	const turns = 200
 	store := &countingBlobs{}
-	resp, recs, loads := runBulk(t, turns, Options{HistoryBytes: 1 << 20, InlineCarryBytes: 256 << 10}, store)
+	resp, recs, loads := runBulk(t, turns, Options{HistoryBytes: 512 << 10, InlineCarryBytes: 256 << 10}, store)
 	if resp.Output != "that was a lot" || len(resp.Calls) != turns+1 || len(resp.Messages) != 2*turns+2 {
 		t.Fatalf("output %q, %d calls, %d messages", resp.Output, len(resp.Calls), len(resp.Messages))
 	}
@@ -304,5 +304,48 @@ func TestMissingBlobsResent(t *testing.T) {
 	sameResponse(t, want, resp)
 	if n.Load() < 4 {
 		t.Fatalf("%d model activity attempts: no blob was missed", n.Load())
+	}
+}
+
+// A result whose messages would be too large for one payload leaves them
+// out, and they are fetched by query.
+func TestLargeResultFetchedByQuery(t *testing.T) {
+	var calls atomic.Int64
+	env := newEnv(t, Registry{Models: map[string]model.Model{"m": bulkModel(8, &calls)}, Tools: mustSet(t, bulkTool(5000))})
+	rec := newSizeRecorder()
+	env.SetDataConverter(rec)
+	env.ExecuteWorkflow(WorkflowName, Input{Model: "m", Tools: []string{"bulk"}, Run: run.Config{Prompt: llm.UserText("go"), MaxTurns: run.Turns(9)}, Options: Options{ResultBytes: 10_000}})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	if biggest, _, _ := rec.stats(); biggest > 20_000 {
+		t.Fatalf("a payload of %d bytes: the messages were not left out of the result", biggest)
+	}
+	var res Result
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Omitted != 18 || res.Response.Messages != nil || res.Response.Output != "that was a lot" || len(res.Response.Calls) != 9 {
+		t.Fatalf("result %+v", res)
+	}
+	var msgs []llm.Message
+	for len(msgs) < res.Omitted {
+		v, err := env.QueryWorkflow(QueryMessages, len(msgs))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var page MessagePage
+		if err := v.Get(&page); err != nil || len(page.Messages) == 0 || page.Total != 18 {
+			t.Fatalf("page %+v, %v", page, err)
+		}
+		msgs = append(msgs, page.Messages...)
+	}
+	for i := range 8 {
+		if r := msgs[2+2*i].ToolResults(); len(r) != 1 || !strings.HasPrefix(r[0].Content, fmt.Sprintf("call %d:", i)) {
+			t.Fatalf("message %d: %+v", 2+2*i, r)
+		}
+	}
+	if err := llm.CheckHistory(msgs); err != nil {
+		t.Fatal(err)
 	}
 }

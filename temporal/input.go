@@ -21,6 +21,7 @@ const (
 	ActivityLoad    = "loom.load"
 	QueryStatus     = "loom.status"
 	QueryEvents     = "loom.events"
+	QueryMessages   = "loom.messages"
 	UpdateApprove   = "loom.approve"
 	DefaultQueue    = "loom"
 	defaultCarryMax = 1 << 20
@@ -92,6 +93,10 @@ type Options struct {
 	// run inline (default 1 MiB); a larger one is carried as references
 	// to messages in the blob store, which must then be durable and shared.
 	InlineCarryBytes int `json:"inline_carry_bytes,omitempty"`
+	// ResultBytes is the largest size of the run's messages returned in
+	// the workflow's result (default 1 MiB); larger, they are left out
+	// and Handle.Result fetches them with queries.
+	ResultBytes int `json:"result_bytes,omitempty"`
 }
 
 func (o Options) withDefaults() Options {
@@ -118,6 +123,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.HistoryEvents == 0 {
 		o.HistoryEvents = 4000
+	}
+	if o.ResultBytes <= 0 {
+		o.ResultBytes = 1 << 20
 	}
 	if o.InlineCarryBytes <= 0 {
 		o.InlineCarryBytes = defaultCarryMax

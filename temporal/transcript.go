@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/loomkit/loom/llm"
 )
@@ -23,11 +24,29 @@ import (
 // base forward when the call succeeds.
 
 // msgRef is one message of a transcript delta: its key, or the message
-// itself.
+// itself. An inline message may leave the content of some tool results
+// out, naming the blob that holds it instead (the tool activity stored it):
+// a tool's output then appears in the history once, as the activity's
+// result, not a second time in the next model call.
 type msgRef struct {
-	Key string       `json:"k,omitempty"`
-	Msg *llm.Message `json:"m,omitempty"`
+	Key      string       `json:"k,omitempty"`
+	Msg      *llm.Message `json:"m,omitempty"`
+	Contents []partRef    `json:"c,omitempty"`
 }
+
+// partRef names the blob holding the content of part Part (a tool
+// result) of an inline message.
+type partRef struct {
+	Part int    `json:"p"`
+	Key  string `json:"k"`
+}
+
+// minContentRef is the smallest tool result content sent by reference;
+// smaller ones cost less inline than their key.
+const minContentRef = 512
+
+// contentKey returns the key of a tool result's content.
+func contentKey(content string) string { return BlobKey([]byte(content)) }
 
 // chainNode is the blob of one step of a transcript chain.
 type chainNode struct {
@@ -79,6 +98,9 @@ type transcriptState struct {
 	BaseLen  int      `json:"base_len,omitempty"`
 	Known    []string `json:"known,omitempty"`
 	ToolsKey string   `json:"tools_key,omitempty"` // the tool list the store holds
+	// Contents are keys of tool result contents stored since the last
+	// model call.
+	Contents []string `json:"contents,omitempty"`
 }
 
 func (s *transcriptState) known(key string) bool {
@@ -122,7 +144,7 @@ func (s *transcriptState) delta(hist []llm.Message) (transcriptRef, error) {
 		if s.known(key) {
 			ref.New = append(ref.New, msgRef{Key: key})
 		} else {
-			ref.New = append(ref.New, msgRef{Msg: &hist[i]})
+			ref.New = append(ref.New, s.inline(hist[i]))
 		}
 	}
 	if len(node.Msgs) == 0 {
@@ -131,6 +153,44 @@ func (s *transcriptState) delta(hist []llm.Message) (transcriptRef, error) {
 		ref.Node, _ = nodeKey(node)
 	}
 	return ref, nil
+}
+
+// inline returns m as an inline msgRef, with the tool result contents the
+// store holds by key.
+func (s *transcriptState) inline(m llm.Message) msgRef {
+	if len(s.Contents) == 0 {
+		return msgRef{Msg: &m}
+	}
+	var refs []partRef
+	var parts []llm.Part
+	for i, p := range m.Parts {
+		tr, ok := p.(llm.ToolResult)
+		if !ok || len(tr.Content) < minContentRef {
+			continue
+		}
+		key := contentKey(tr.Content)
+		if !slices.Contains(s.Contents, key) {
+			continue
+		}
+		if parts == nil {
+			parts = slices.Clone(m.Parts)
+		}
+		tr.Content = ""
+		parts[i] = tr
+		refs = append(refs, partRef{Part: i, Key: key})
+	}
+	if refs == nil {
+		return msgRef{Msg: &m}
+	}
+	m.Parts = parts
+	return msgRef{Msg: &m, Contents: refs}
+}
+
+// stored records that the store holds a tool result's content.
+func (s *transcriptState) stored(key string) {
+	if key != "" && !slices.Contains(s.Contents, key) {
+		s.Contents = append(s.Contents, key)
+	}
 }
 
 // advance records that the store holds ref's transcript (the call
@@ -142,6 +202,7 @@ func (s *transcriptState) advance(ref transcriptRef, answerKey string) {
 	if answerKey != "" {
 		s.remember(answerKey)
 	}
+	s.Contents = nil
 }
 
 // tools returns the tool list as a blobRef: by key once the store holds
@@ -264,7 +325,12 @@ func (r *resolver) transcript(ctx context.Context, ref transcriptRef) ([]llm.Mes
 	for i, nm := range ref.New {
 		switch {
 		case nm.Msg != nil:
-			key, data, err := messageKey(*nm.Msg)
+			m, err := r.fill(ctx, *nm.Msg, nm.Contents)
+			if err != nil {
+				return nil, err
+			}
+			nm.Msg = &m
+			key, data, err := messageKey(m)
 			if err != nil {
 				return nil, fmt.Errorf("transcript: new message %d: %w", i, err)
 			}
@@ -295,6 +361,33 @@ func (r *resolver) transcript(ctx context.Context, ref transcriptRef) ([]llm.Mes
 		}
 	}
 	return msgs, nil
+}
+
+// fill puts the contents refs name back into m's tool results.
+func (r *resolver) fill(ctx context.Context, m llm.Message, refs []partRef) (llm.Message, error) {
+	if len(refs) == 0 {
+		return m, nil
+	}
+	m.Parts = slices.Clone(m.Parts)
+	for _, ref := range refs {
+		if ref.Part < 0 || ref.Part >= len(m.Parts) {
+			return m, fmt.Errorf("transcript: content for part %d of a message of %d parts", ref.Part, len(m.Parts))
+		}
+		tr, ok := m.Parts[ref.Part].(llm.ToolResult)
+		if !ok {
+			return m, fmt.Errorf("transcript: content for part %d, which is not a tool result", ref.Part)
+		}
+		data, err := r.cache.get(ctx, ref.Key)
+		if errors.Is(err, ErrBlobNotFound) {
+			return m, fmt.Errorf("%w: tool result content %s: %v", errMissing, ref.Key, err)
+		}
+		if err != nil {
+			return m, err
+		}
+		tr.Content = string(data)
+		m.Parts[ref.Part] = tr
+	}
+	return m, nil
 }
 
 // tools returns the tool list ref names, storing it if it came inline.

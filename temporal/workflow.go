@@ -41,15 +41,15 @@ type runner struct {
 }
 
 // Workflow drives one run.Run to its end: the workflow registered as
-// WorkflowName by NewWorker and Register. Its result is the run's
-// run.Response; its failures are application errors whose type says what
+// WorkflowName by NewWorker and Register. Its result is a Result holding
+// the run's run.Response; its failures are application errors whose type says what
 // failed (see ErrorTypeModelPrefix and the others, and Handle.Result for
 // the typed errors they become); a cancelled run ends cancelled with the
 // messages so far as details (see CancelledError).
-func Workflow(ctx workflow.Context, in Input) (run.Response, error) {
+func Workflow(ctx workflow.Context, in Input) (Result, error) {
 	w := &runner{ctx: ctx, in: in, opts: in.Options.withDefaults(), wfID: workflow.GetInfo(ctx).WorkflowExecution.ID, runs: 1}
 	if err := w.handlers(); err != nil {
-		return run.Response{}, err
+		return Result{}, err
 	}
 	if err := in.Validate(); err != nil {
 		return w.fail(err)
@@ -88,7 +88,7 @@ func (w *runner) setup() error {
 	return nil
 }
 
-func (w *runner) loop() (run.Response, error) {
+func (w *runner) loop() (Result, error) {
 	info := workflow.GetInfo(w.ctx)
 	w.startSize, w.startLength = info.GetCurrentHistorySize(), info.GetCurrentHistoryLength()
 	for {
@@ -119,7 +119,7 @@ func (w *runner) loop() (run.Response, error) {
 			err = w.callTools(s)
 		case run.Done:
 			w.emit(Event{Kind: EventDone, Turn: w.r.Turn(), Text: s.Output, Usage: s.Usage})
-			return s.Response, nil
+			return w.result(s.Response), nil
 		}
 		if err != nil {
 			if errors.Is(err, errCancelled) || w.ctx.Err() != nil {
@@ -132,7 +132,7 @@ func (w *runner) loop() (run.Response, error) {
 
 // fail ends the workflow with err as an application error whose type
 // says what failed.
-func (w *runner) fail(err error) (run.Response, error) {
+func (w *runner) fail(err error) (Result, error) {
 	var ae *temporal.ApplicationError
 	if w.r != nil && w.r.Err() != nil {
 		err = w.r.Err()
@@ -155,7 +155,7 @@ func (w *runner) fail(err error) (run.Response, error) {
 	}
 	w.failure = out.Error()
 	w.emit(Event{Kind: EventFailed, Error: w.failure})
-	return run.Response{}, out
+	return Result{}, out
 }
 
 func isRunFailure(err error) bool {
@@ -369,9 +369,12 @@ func (w *runner) runTools(s run.CallTools, idx []int, results []llm.ToolResult, 
 		sel.AddFuture(f, func(f workflow.Future) {
 			inflight--
 			w.notRunning(c.Call.ID)
-			var res llm.ToolResult
-			err := f.Get(wait, &res)
-			res, err = w.toolOutcome(c.Call, res, err)
+			var out toolOutput
+			err := f.Get(wait, &out)
+			if err == nil && out.ContentKey != "" && contentKey(out.Result.Content) == out.ContentKey {
+				w.ts.stored(out.ContentKey)
+			}
+			res, err := w.toolOutcome(c.Call, out.Result, err)
 			if err != nil {
 				if failed == nil {
 					failed = err
@@ -528,10 +531,10 @@ func (w *runner) applyApproval(a *approvalWait) error {
 // cancelled closes every open call of the run (denied approvals, not-run
 // or interrupted results: nothing runs any more) and ends the workflow
 // cancelled, with the run's messages so far as the details.
-func (w *runner) cancelled() (run.Response, error) {
+func (w *runner) cancelled() (Result, error) {
 	if w.r == nil {
 		w.emit(Event{Kind: EventCancelled})
-		return run.Response{}, temporal.NewCanceledError(run.Response{})
+		return Result{}, temporal.NewCanceledError(Result{})
 	}
 	for range 8 {
 		st := w.r.State()
@@ -576,7 +579,7 @@ func (w *runner) cancelled() (run.Response, error) {
 		resp = run.Response{Messages: w.r.Messages(), Usage: w.r.Usage(), Calls: w.r.Calls()}
 	}
 	w.emit(Event{Kind: EventCancelled, Turn: w.r.Turn(), Usage: w.r.Usage()})
-	return run.Response{}, temporal.NewCanceledError(resp)
+	return Result{}, temporal.NewCanceledError(w.result(resp))
 }
 
 // shouldContinue reports whether the workflow should continue as new
@@ -611,3 +614,78 @@ const (
 	hardHistoryBytes  = 32 << 20
 	hardHistoryEvents = 32_000
 )
+
+// Result is the workflow's result: the run's response, without its
+// messages when they would make the result too large for one payload
+// (over Options.ResultBytes); Handle.Result then fetches them with the
+// QueryMessages query.
+type Result struct {
+	Response run.Response `json:"response"`
+	// Omitted is how many messages were left out of Response.Messages.
+	Omitted int `json:"omitted,omitempty"`
+}
+
+func (w *runner) result(resp run.Response) Result {
+	size := 0
+	for _, m := range resp.Messages {
+		for _, p := range m.Parts {
+			size += partSize(p)
+		}
+	}
+	if size <= w.opts.ResultBytes {
+		return Result{Response: resp}
+	}
+	n := len(resp.Messages)
+	resp.Messages = nil
+	return Result{Response: resp, Omitted: n}
+}
+
+// partSize estimates the encoded size of a part from its content.
+func partSize(p llm.Part) int {
+	const overhead = 64
+	switch p := p.(type) {
+	case llm.Text:
+		return overhead + len(p.Text)
+	case llm.Thinking:
+		return overhead + len(p.Text) + len(p.Signature) + len(p.Redacted)
+	case llm.ToolCall:
+		return overhead + len(p.ID) + len(p.Name) + len(p.Arguments) + len(p.ProviderID)
+	case llm.ToolResult:
+		return overhead + len(p.CallID) + len(p.Name) + len(p.Content)
+	case llm.Image:
+		return overhead + len(p.URL) + len(p.MediaType) + len(p.Data)*4/3
+	}
+	return overhead
+}
+
+// MessagePage is the answer of the QueryMessages query.
+type MessagePage struct {
+	Messages []llm.Message `json:"messages"`
+	// Next is the index to ask for next; Total the number of messages.
+	Next  int `json:"next"`
+	Total int `json:"total"`
+}
+
+// messages returns the run's messages from index from, about a megabyte
+// at most (always at least one).
+func (w *runner) messages(from int) MessagePage {
+	if w.r == nil {
+		return MessagePage{}
+	}
+	msgs := w.r.Messages()
+	p := MessagePage{Total: len(msgs), Next: max(from, 0)}
+	size := 0
+	for p.Next < len(msgs) {
+		n := 0
+		for _, part := range msgs[p.Next].Parts {
+			n += partSize(part)
+		}
+		if len(p.Messages) > 0 && size+n > loadPageBytes {
+			break
+		}
+		size += n
+		p.Messages = append(p.Messages, msgs[p.Next])
+		p.Next++
+	}
+	return p
+}
