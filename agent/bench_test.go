@@ -16,6 +16,7 @@ import (
 	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/llm"
 	"github.com/loomkit/loom/loomtest"
+	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/model/openai"
 	"github.com/loomkit/loom/tool"
 )
@@ -304,3 +305,40 @@ func BenchmarkToolLoopLongHistory(b *testing.B) {
 }
 
 func runtimeProcs() int { return runtime.GOMAXPROCS(0) }
+
+// BenchmarkDriverOnly is the 10-turn loop against an in-memory model that
+// answers instantly: what the driver itself costs, without HTTP, wire
+// encoding or a server.
+func BenchmarkDriverOnly(b *testing.B) {
+	call := modeltestResponse(llm.FinishToolCalls, llm.ToolCall{ID: "c", Name: "add", Arguments: `{"a":2,"b":3}`})
+	final := modeltestResponse(llm.FinishStop, llm.Text{Text: "The sum is 5."})
+	m := model.Funcs{GenerateFunc: func(_ context.Context, req llm.Request) (llm.Response, error) {
+		if len(req.Messages) < 2*(loopTurns-1)+1 {
+			return call, nil
+		}
+		return final, nil
+	}}
+	for _, mode := range []string{"run", "stream"} {
+		b.Run(mode, func(b *testing.B) {
+			a := agent.New(agent.Config{Model: m, Tools: benchTools(b), LoopGuard: agent.LoopGuard{Repeats: -1}})
+			b.ReportAllocs()
+			for b.Loop() {
+				if mode == "run" {
+					if _, err := a.Run(context.Background(), agent.Prompt("add")); err != nil {
+						b.Fatal(err)
+					}
+					continue
+				}
+				for _, err := range a.Stream(context.Background(), agent.Prompt("add")) {
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}
+
+func modeltestResponse(reason llm.FinishReason, parts ...llm.Part) llm.Response {
+	return llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Parts: parts}, FinishReason: reason, Usage: llm.Usage{InputTokens: 100, OutputTokens: 10}}
+}
