@@ -3,6 +3,7 @@ package temporal
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -30,10 +31,10 @@ func (u *updateResult) Complete(v any, err error) {
 	}
 }
 
-func guarded(t *testing.T, count *int) *tool.Set {
+func guarded(t *testing.T, count *atomic.Int64) *tool.Set {
 	return mustSet(t,
 		tool.Func("rm", "Removes a file.", func(_ context.Context, in textIn) (string, error) {
-			*count++
+			count.Add(1)
 			return "removed " + in.Text, nil
 		}, &tool.FuncOptions[textIn]{NeedsApproval: true}),
 		echoTool("echo", llm.EffectReadOnly),
@@ -52,7 +53,7 @@ func approvalTurns() []modeltest.Turn {
 // an unknown id, a malformed edit and a stale decision are rejected and
 // change nothing, and the run goes on when every call is decided.
 func TestApprovalsByUpdate(t *testing.T) {
-	var removed int
+	var removed atomic.Int64
 	tools := guarded(t, &removed)
 	script := modeltest.NewScript(approvalTurns()...)
 	reg := Registry{Models: map[string]model.Model{"m": script}, Tools: tools}
@@ -147,8 +148,8 @@ func TestApprovalsByUpdate(t *testing.T) {
 	if strings.Join(steps, ", ") != "first approval, second approval" {
 		t.Fatalf("steps %v", steps)
 	}
-	if removed != 2 {
-		t.Fatalf("rm ran %d times, want 2 (a1 approved, a2 edited, a3 denied)", removed)
+	if removed.Load() != 2 {
+		t.Fatalf("rm ran %d times, want 2 (a1 approved, a2 edited, a3 denied)", removed.Load())
 	}
 	var got []string
 	for _, m := range resp.Messages {
@@ -161,7 +162,7 @@ func TestApprovalsByUpdate(t *testing.T) {
 		t.Fatalf("results\n %s\nwant\n %s", strings.Join(got, "|"), want)
 	}
 	// The same decisions in-process give the same run.
-	ref, err := inProcess(t, modeltest.NewScript(approvalTurns()...), guarded(t, new(int)), in.Tools, in.Run, func(s run.ApproveTools) []run.Decision {
+	ref, err := inProcess(t, modeltest.NewScript(approvalTurns()...), guarded(t, new(atomic.Int64)), in.Tools, in.Run, func(s run.ApproveTools) []run.Decision {
 		if s.Turn == 1 {
 			return []run.Decision{{CallID: "a1", Action: run.Approved}, {CallID: "a2", Action: run.Edited, Arguments: `{"text":"y2"}`}}
 		}
@@ -176,7 +177,7 @@ func TestApprovalsByUpdate(t *testing.T) {
 // A decision that comes after the approval timed out is rejected as stale;
 // the undecided calls were denied.
 func TestApprovalTimeout(t *testing.T) {
-	var removed int
+	var removed atomic.Int64
 	script := modeltest.NewScript(modeltest.ToolCalls(modeltest.Call("a1", "rm", `{"text":"x"}`)), modeltest.Text("ok"))
 	reg := Registry{Models: map[string]model.Model{"m": script}, Tools: guarded(t, &removed)}
 	in := Input{Model: "m", Tools: []string{"rm"}, Run: run.Config{Prompt: llm.UserText("go"), MaxTurns: run.Turns(3)}}
@@ -196,7 +197,7 @@ func TestApprovalTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp := res.Response
-	if removed != 0 {
+	if removed.Load() != 0 {
 		t.Fatal("a call without a decision ran")
 	}
 	contains(t, "result", resp.Messages[2].ToolResults()[0].Content, "no decision arrived within 1h0m0s")
@@ -211,7 +212,7 @@ func TestApprovalTimeout(t *testing.T) {
 
 // An aborted decision stops the run at once, whatever else is pending.
 func TestApprovalAbort(t *testing.T) {
-	var removed int
+	var removed atomic.Int64
 	script := modeltest.NewScript(modeltest.ToolCalls(modeltest.Call("a1", "rm", `{"text":"x"}`), modeltest.Call("a2", "rm", `{"text":"y"}`)), modeltest.Text("never"))
 	reg := Registry{Models: map[string]model.Model{"m": script}, Tools: guarded(t, &removed)}
 	env := newEnv(t, reg)
@@ -224,7 +225,7 @@ func TestApprovalAbort(t *testing.T) {
 	if !errorsAs(err, &st) || st.Reason != "wrong plan" {
 		t.Fatalf("error %v, want *run.StoppedError", err)
 	}
-	if removed != 0 || script.Calls() != 1 {
-		t.Fatalf("after an abort: %d removals, %d model calls", removed, script.Calls())
+	if removed.Load() != 0 || script.Calls() != 1 {
+		t.Fatalf("after an abort: %d removals, %d model calls", removed.Load(), script.Calls())
 	}
 }

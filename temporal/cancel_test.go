@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -85,7 +86,7 @@ func TestCancelClosesOpenCalls(t *testing.T) {
 // A run cancelled while it waits for approval denies the pending calls and
 // runs none of the others.
 func TestCancelWhileAwaitingApproval(t *testing.T) {
-	var removed int
+	var removed atomic.Int64
 	script := modeltest.NewScript(modeltest.ToolCalls(modeltest.Call("a1", "rm", `{"text":"x"}`), modeltest.Call("e1", "echo", `{"text":"hi"}`)), modeltest.Text("never"))
 	reg := Registry{Models: map[string]model.Model{"m": script}, Tools: guarded(t, &removed)}
 	env := newEnv(t, reg)
@@ -100,8 +101,8 @@ func TestCancelWhileAwaitingApproval(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := msgs[len(msgs)-1].ToolResults()
-	if removed != 0 || len(res) != 2 || !strings.HasPrefix(res[0].Content, run.DeniedPrefix) || res[1].Content != NotRun {
-		t.Fatalf("removed %d, results %+v", removed, res)
+	if removed.Load() != 0 || len(res) != 2 || !strings.HasPrefix(res[0].Content, run.DeniedPrefix) || res[1].Content != NotRun {
+		t.Fatalf("removed %d, results %+v", removed.Load(), res)
 	}
 }
 

@@ -1,6 +1,7 @@
 package temporal
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -620,9 +621,43 @@ const (
 // (over Options.ResultBytes); Handle.Result then fetches them with the
 // QueryMessages query.
 type Result struct {
-	Response run.Response `json:"response"`
+	Response run.Response
 	// Omitted is how many messages were left out of Response.Messages.
-	Omitted int `json:"omitted,omitempty"`
+	Omitted int
+}
+
+// resultJSON is Result on the wire. The final message is left out when it
+// is the zero Message (a run whose last turn was empty, or one cancelled
+// before its end), which llm.Message cannot decode.
+type resultJSON struct {
+	Output   string           `json:"output"`
+	Message  *llm.Message     `json:"message,omitempty"`
+	Messages []llm.Message    `json:"messages"`
+	Usage    llm.Usage        `json:"usage,omitzero"`
+	Calls    []run.CallRecord `json:"calls"`
+	Omitted  int              `json:"omitted,omitempty"`
+}
+
+// MarshalJSON encodes r.
+func (r Result) MarshalJSON() ([]byte, error) {
+	j := resultJSON{Output: r.Response.Output, Messages: r.Response.Messages, Usage: r.Response.Usage, Calls: r.Response.Calls, Omitted: r.Omitted}
+	if m := r.Response.Message; m.Role != "" || len(m.Parts) > 0 {
+		j.Message = &m
+	}
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON decodes what MarshalJSON encoded.
+func (r *Result) UnmarshalJSON(data []byte) error {
+	var j resultJSON
+	if err := json.Unmarshal(data, &j); err != nil {
+		return err
+	}
+	*r = Result{Response: run.Response{Output: j.Output, Messages: j.Messages, Usage: j.Usage, Calls: j.Calls}, Omitted: j.Omitted}
+	if j.Message != nil {
+		r.Response.Message = *j.Message
+	}
+	return nil
 }
 
 func (w *runner) result(resp run.Response) Result {
