@@ -161,6 +161,9 @@ func (t *Text) Fail(runID string, err error, resumable bool) {
 		foot = t.style(dim, " · "+foot)
 	}
 	if Kind(err) == "interrupted" {
+		if t.Spinner {
+			io.WriteString(t.Err, "\r\x1b[K") // over the terminal's ^C
+		}
 		t.errLine(t.style(yellow, "interrupted") + foot)
 	} else {
 		t.errLine(t.style(red, "✗ "+Message(err)) + foot)
