@@ -43,6 +43,7 @@ type FuncOptions[In any] struct {
 type FuncTool[In, Out any] struct {
 	spec     llm.ToolSpec
 	resolved *jsonschema.Resolved
+	closed   bool // the schema refuses unknown top-level fields
 	fn       func(context.Context, In) (Out, error)
 	approval func(In) bool
 	max      int
@@ -116,6 +117,7 @@ func NewFunc[In, Out any](name, description string, fn func(context.Context, In)
 			Effect:        opts.Effect,
 		},
 		resolved: resolved,
+		closed:   isFalse(resolved.Schema().AdditionalProperties),
 		fn:       fn,
 		approval: opts.ApprovalFor,
 		max:      max,
@@ -227,7 +229,7 @@ func (t *FuncTool[In, Out]) decode(args json.RawMessage) (In, string) {
 func (t *FuncTool[In, Out]) checkFields(obj map[string]any) string {
 	s := t.resolved.Schema()
 	var unknown, missing []string
-	if isFalse(s.AdditionalProperties) {
+	if t.closed {
 		for k := range obj {
 			if _, ok := s.Properties[k]; !ok {
 				unknown = append(unknown, strconv.Quote(k))
