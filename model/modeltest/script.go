@@ -240,14 +240,15 @@ func (t Turn) cutErr() error {
 	return &model.Error{Kind: model.KindTruncatedStream, Op: "modeltest: script stream", Message: "scripted stream cut before its end marker"}
 }
 
-// contextError wraps a context's error as a *model.Error so that both
-// errors.Is(err, context.Canceled) and model.KindOf work.
+// contextError reports a context that ended the way the adapters do: a
+// deadline is a *model.Error of KindTimeout, a cancellation is the
+// caller's own decision and stays a plain wrapped context.Canceled (no
+// Kind, so nothing mistakes it for a retryable failure).
 func contextError(err error) error {
-	kind := model.KindNetwork
 	if errors.Is(err, context.DeadlineExceeded) {
-		kind = model.KindTimeout
+		return &model.Error{Kind: model.KindTimeout, Op: "modeltest: script", Err: err}
 	}
-	return &model.Error{Kind: kind, Op: "modeltest: script", Err: err}
+	return fmt.Errorf("modeltest: script: %w", err)
 }
 
 func wait(ctx context.Context, d time.Duration) error {
