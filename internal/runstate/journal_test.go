@@ -138,14 +138,20 @@ func decide(t *testing.T, recs []store.Record) agent.Approver {
 type resumed struct {
 	w   *world
 	ans *answers
-	mem *store.Memory
+	mem store.Store
 	res agent.Result
 	err error
 }
 
 func resume(t *testing.T, j journal, n int, ans *answers, s setup, ds []run.Decision) resumed {
 	t.Helper()
-	h := resumed{w: &world{}, ans: ans, mem: j.store(t, n)}
+	return resumeIn(t, j.store(t, n), j, ans, s, ds)
+}
+
+// resumeIn resumes the journal's run held in st.
+func resumeIn(t *testing.T, st store.Store, j journal, ans *answers, s setup, ds []run.Decision) resumed {
+	t.Helper()
+	h := resumed{w: &world{}, ans: ans, mem: st}
 	a := newAgent(t, h.w, ans, h.mem, newClock(time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC)), s)
 	h.res, h.err = a.Resume(context.Background(), agent.Resumption{RunID: j.id, Decisions: ds})
 	return h
@@ -353,7 +359,7 @@ func TestFailedJournalIsRefused(t *testing.T) {
 	}
 }
 
-// ADVERSARIAL 38, 71, 75: every prefix of a journal is a state a crash
+// ADVERSARIAL 38, 71: every prefix of a journal is a state a crash
 // can leave (records are appended one at a time). Resumed from each, the
 // run asks the model only for the turns not recorded, runs no call whose
 // result is recorded, runs again only safe calls that may have started,
