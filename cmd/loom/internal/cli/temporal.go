@@ -1,7 +1,386 @@
 package cli
 
-func (a *app) workerCmd(args []string) error  { return usagef("", "loom worker: not available yet") }
-func (a *app) approveCmd(args []string) error { return usagef("", "loom approve: not available yet") }
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/cmd/loom/internal/ui"
+	"github.com/loomkit/loom/llm"
+	"github.com/loomkit/loom/model"
+	"github.com/loomkit/loom/run"
+	"github.com/loomkit/loom/store/sqlite"
+	"github.com/loomkit/loom/temporal"
+	"github.com/loomkit/loom/tool"
+	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
+)
+
+// The Temporal commands are thin wrappers over package temporal:
+//
+//	loom worker --temporal HOST:PORT     runs the workflow and its activities
+//	loom run --temporal HOST:PORT ...    starts a run and shows its progress
+//	loom approve --temporal HOST:PORT RUN_ID [CALL_ID...]
+//
+// The workflow asks for approval of the calls whose tool spec says so. The
+// in-process agent also asks tools that decide per call (tool.Approvable:
+// bash asks about a script but not about ls); the worker therefore
+// advertises those tools as needing approval, and loom run --temporal
+// approves at once the calls whose arguments need none, judging them with
+// the same tools. Calls that do need approval are approved with --yes, or
+// wait for loom approve.
+
+// dialTemporal connects to the Temporal server at addr.
+func (a *app) dialTemporal(ctx context.Context, addr string) (client.Client, error) {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	logger := slog.New(slog.NewTextHandler(a.env.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	c, err := client.DialContext(ctx, client.Options{HostPort: addr, Logger: tlog.NewStructuredLogger(logger)})
+	if err != nil {
+		return nil, usagef("Start one with: temporal server start-dev, or give --temporal the address of yours.", "cannot reach the Temporal server at %s: %v", addr, err)
+	}
+	return c, nil
+}
+
+// approvalSpecs marks the tools that decide about approval per call
+// (tool.Approvable) as needing it, for the workflow, which reads specs
+// only.
+type approvalSpec struct{ tool.Tool }
+
+func (t approvalSpec) Spec() llm.ToolSpec {
+	s := t.Tool.Spec()
+	s.NeedsApproval = true
+	return s
+}
+
+func workflowTools(ts []tool.Tool) []tool.Tool {
+	out := make([]tool.Tool, len(ts))
+	for i, t := range ts {
+		if _, ok := t.(tool.Approvable); ok {
+			t = approvalSpec{t}
+		}
+		out[i] = t
+	}
+	return out
+}
+
+// blobsDir is where the workers of this machine keep run transcripts.
+func blobsDir() (string, error) {
+	p, err := sqlite.DefaultPath()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(filepath.Dir(p), "temporal-blobs"), nil
+}
+
+// workerCmd is "loom worker --temporal HOST:PORT".
+func (a *app) workerCmd(args []string) error {
+	o := &options{set: map[string]bool{}}
+	fs := agentFlags("worker", o, true)
+	pos, err := parse(fs, args, o.set)
+	if errors.Is(err, flag.ErrHelp) {
+		return a.helpCmd([]string{"worker"})
+	}
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("Run 'loom help worker'.", "loom worker takes no arguments (got %q)", pos[0])
+	}
+	if o.temporal == "" {
+		return usagef("Give the server: loom worker --temporal 127.0.0.1:7233", "loom worker needs --temporal HOST:PORT")
+	}
+	spec := o.model
+	if spec == "" {
+		spec = a.env.Getenv("LOOM_MODEL")
+	}
+	ms, err := parseModel(spec)
+	if err != nil {
+		return err
+	}
+	base, key, err := endpoint(ms, o.baseURL, a.env.Getenv)
+	if err != nil {
+		return err
+	}
+	ws, err := workspaceDir(o.workspace)
+	if err != nil {
+		return err
+	}
+	tb, err := openToolbox(ws)
+	if err != nil {
+		return err
+	}
+	defer tb.close()
+	set, err := tool.NewSet(workflowTools(tb.coding())...)
+	if err != nil {
+		return err
+	}
+	dir, err := blobsDir()
+	if err != nil {
+		return usagef("", "cannot find where to keep transcripts: %v", err)
+	}
+	blobs, err := temporal.NewDirBlobs(dir)
+	if err != nil {
+		return usagef("", "cannot use %s for transcripts: %v", dir, err)
+	}
+	ctx, stop := a.signals(context.Background(), nil)
+	defer stop()
+	c, err := a.dialTemporal(ctx, o.temporal)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	queue := queueOf(o)
+	w, err := temporal.NewWorker(c, temporal.Registry{
+		Models: map[string]model.Model{ms.spec: newModel(ms, base, key)},
+		Tools:  set,
+		Blobs:  blobs,
+	}, &temporal.WorkerOptions{TaskQueue: queue})
+	if err != nil {
+		return fmt.Errorf("cannot make the worker: %w", err)
+	}
+	if err := w.Start(); err != nil {
+		return fmt.Errorf("the worker did not start: %w", err)
+	}
+	fmt.Fprintf(a.env.Stderr, "loom worker: task queue %q on %s · model %s · %d tools in %s\n", queue, o.temporal, ms.spec, set.Len(), tb.files.Dir())
+	<-ctx.Done()
+	w.Stop()
+	return &exitError{code: ExitInterrupted}
+}
+
+func queueOf(o *options) string {
+	if o.queue != "" {
+		return o.queue
+	}
+	return temporal.DefaultQueue
+}
+
+// temporalRun is "loom run --temporal HOST:PORT PROMPT": start a run on
+// Temporal and follow it to its end.
 func (a *app) temporalRun(o *options, prompt string) error {
-	return usagef("", "--temporal: not available yet")
+	spec := o.model
+	if spec == "" {
+		spec = a.env.Getenv("LOOM_MODEL")
+	}
+	ms, err := parseModel(spec)
+	if err != nil {
+		return err
+	}
+	ws, err := workspaceDir(o.workspace)
+	if err != nil {
+		return err
+	}
+	tb, err := openToolbox(ws) // to judge calls the way the worker's tools do
+	if err != nil {
+		return err
+	}
+	defer tb.close()
+	s := &session{a: a, o: o, ms: ms, ws: tb.files.Dir(), tb: tb}
+	s.setSink()
+	defer func() {
+		if s.text != nil {
+			s.text.Close()
+		}
+	}()
+	instructions, warnings := readInstructions(s.ws)
+	for _, w := range warnings {
+		s.warn(w)
+	}
+	ctx, stop := a.signals(context.Background(), nil)
+	defer stop()
+	c, err := a.dialTemporal(ctx, o.temporal)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+
+	var names []string
+	for _, t := range tb.coding() {
+		names = append(names, t.Spec().Name)
+	}
+	in := temporal.Input{
+		Model: ms.spec,
+		Tools: names,
+		Run: run.Config{
+			Model:    ms.name,
+			System:   systemPrompt(o.system, s.ws, instructions),
+			Prompt:   llm.UserText(prompt),
+			MaxTurns: run.Turns(o.maxTurns),
+		},
+	}
+	id := "run_" + newID()
+	h, err := temporal.Start(ctx, c, in, client.StartWorkflowOptions{ID: id, TaskQueue: queueOf(o)})
+	if err != nil {
+		return usagef("", "cannot start the run on Temporal: %v", err)
+	}
+	s.sink.Start(h.WorkflowID, ms.spec, false)
+	calls := map[string]llm.ToolCall{}
+	cancelled := false
+	for ev, err := range h.Progress(context.WithoutCancel(ctx), nil) {
+		if err != nil {
+			s.sink.Fail(id, err, false)
+			return &exitError{code: ExitFailed}
+		}
+		if ctx.Err() != nil && !cancelled {
+			cancelled = true
+			h.Cancel(context.WithoutCancel(ctx))
+		}
+		switch ev.Kind {
+		case temporal.EventModelAnswer:
+			if len(ev.Calls) > 0 && ev.Text != "" { // the final answer is shown whole, from the result
+				s.sink.Event(agent.TextDelta{Turn: ev.Turn, Text: ev.Text})
+			}
+		case temporal.EventApproval:
+			a.decide(ctx, s, h, o, ev.Pending, calls)
+		case temporal.EventDecision:
+			if ev.Decision != nil {
+				s.sink.Event(agent.ApprovalDecided{Turn: ev.Turn, Call: calls[ev.Decision.CallID], Decision: *ev.Decision})
+			}
+		case temporal.EventToolCall:
+			if ev.Call != nil {
+				calls[ev.Call.ID] = *ev.Call
+				s.sink.Event(agent.ToolCall{Turn: ev.Turn, Call: *ev.Call})
+			}
+		case temporal.EventToolResult:
+			if ev.Result != nil {
+				s.sink.Event(agent.ToolResult{Turn: ev.Turn, Call: calls[ev.Result.CallID], Result: *ev.Result})
+			}
+		}
+	}
+	res, err := h.Result(context.WithoutCancel(ctx))
+	if err != nil {
+		var ce *temporal.CancelledError
+		if errors.As(err, &ce) {
+			s.sink.Fail(id, errInterrupted, false)
+			return &exitError{code: ExitInterrupted}
+		}
+		s.sink.Fail(id, err, false)
+		return &exitError{code: ExitFailed}
+	}
+	if res.Output != "" {
+		s.sink.Event(agent.TextDelta{Text: res.Output})
+	}
+	s.sink.Done(agent.Result{RunID: id, Output: res.Output, Message: res.Message, Messages: res.Messages, Usage: res.Usage, Calls: res.Calls})
+	return nil
+}
+
+// decide answers an approval request of a run on Temporal: calls whose
+// arguments need no approval at once, the others with --yes; without it
+// they wait for loom approve.
+func (a *app) decide(ctx context.Context, s *session, h *temporal.Handle, o *options, pending []run.PendingCall, calls map[string]llm.ToolCall) {
+	var ds []run.Decision
+	var waiting []string
+	for _, p := range pending {
+		calls[p.Call.ID] = p.Call
+		t, ok := s.tb.lookup(p.Call.Name)
+		switch {
+		case ok && !tool.NeedsApproval(t, p.Call.Args()):
+			ds = append(ds, run.Decision{CallID: p.Call.ID, Action: run.Approved})
+		case o.yes:
+			ds = append(ds, run.Decision{CallID: p.Call.ID, Action: run.Approved})
+		default:
+			waiting = append(waiting, p.Call.ID)
+		}
+	}
+	if len(ds) > 0 {
+		if _, err := h.Approve(context.WithoutCancel(ctx), ds); err != nil {
+			s.warn(fmt.Sprintf("sending approvals: %v", err))
+		}
+	}
+	if len(waiting) > 0 {
+		s.warn(fmt.Sprintf("the run waits for approval of %s; decide with: loom approve --temporal %s %s [--deny]",
+			strings.Join(waiting, ", "), o.temporal, h.WorkflowID))
+	}
+}
+
+// lookup returns the coding tool called name.
+func (tb *toolbox) lookup(name string) (tool.Tool, bool) {
+	for _, t := range tb.coding() {
+		if t.Spec().Name == name {
+			return t, true
+		}
+	}
+	return nil, false
+}
+
+// approveCmd is "loom approve --temporal HOST:PORT RUN_ID [CALL_ID...]".
+func (a *app) approveCmd(args []string) error {
+	fs := flag.NewFlagSet("approve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	addr := fs.String("temporal", "", "the Temporal server, as `HOST:PORT`")
+	deny := fs.Bool("deny", false, "deny the calls instead of approving them")
+	reason := fs.String("reason", "", "why they are denied (the model reads it)")
+	pos, err := parse(fs, args, nil)
+	if errors.Is(err, flag.ErrHelp) {
+		return a.helpCmd([]string{"approve"})
+	}
+	if err != nil {
+		return err
+	}
+	if *addr == "" || len(pos) == 0 {
+		return usagef("Run 'loom help approve'.", "loom approve needs --temporal HOST:PORT and a RUN_ID")
+	}
+	ctx, stop := a.signals(context.Background(), nil)
+	defer stop()
+	c, err := a.dialTemporal(ctx, *addr)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	h := temporal.Attach(c, pos[0])
+	st, err := h.Status(ctx)
+	if err != nil {
+		return fmt.Errorf("cannot ask run %s where it is: %w", pos[0], err)
+	}
+	want := map[string]bool{}
+	for _, id := range pos[1:] {
+		want[id] = true
+	}
+	decided := map[string]bool{}
+	for _, d := range st.Decided {
+		decided[d.CallID] = true
+	}
+	var ds []run.Decision
+	for _, p := range st.Approvals {
+		if decided[p.Call.ID] || (len(want) > 0 && !want[p.Call.ID]) {
+			continue
+		}
+		delete(want, p.Call.ID)
+		d := run.Decision{CallID: p.Call.ID, Action: run.Approved}
+		if *deny {
+			d.Action, d.Reason = run.Denied, *reason
+			if d.Reason == "" {
+				d.Reason = "the user said no"
+			}
+		}
+		ds = append(ds, d)
+	}
+	for id := range want {
+		return usagef("", "run %s does not wait for a decision about call %q", pos[0], id)
+	}
+	if len(ds) == 0 {
+		return usagef("", "run %s waits for no approval (it is in state %s)", pos[0], st.State)
+	}
+	res, err := h.Approve(ctx, ds)
+	if err != nil {
+		return fmt.Errorf("the run refused the decisions: %w", err)
+	}
+	verb := "approved"
+	if *deny {
+		verb = "denied"
+	}
+	out, _ := json.Marshal(ds)
+	fmt.Fprintf(a.env.Stderr, "%s %d call(s) of %s %s\n", verb, len(ds), pos[0], ui.Sanitize(string(out)))
+	if len(res.Waiting) > 0 {
+		fmt.Fprintf(a.env.Stderr, "still waiting for: %s\n", strings.Join(res.Waiting, ", "))
+	}
+	return nil
 }
