@@ -119,6 +119,9 @@ func (d *Decoder) Next() (Event, error) {
 		}
 		if err := d.field(line); err != nil {
 			d.err = err
+			// Let go of the buffers: the stream is unusable now, and what
+			// is left of the event must not come out of a later call.
+			d.buf, d.start, d.end, d.data = nil, 0, 0, nil
 			return Event{}, err
 		}
 	}
@@ -156,6 +159,19 @@ func (d *Decoder) field(line []byte) error {
 		}
 		if n > d.max {
 			return fmt.Errorf("%w: one event's data exceeds %d bytes", ErrEventTooLarge, d.max)
+		}
+		if n > cap(d.data) {
+			// Grow by doubling, as the line buffer does: append's gentler
+			// growth for large slices would allocate about five times the
+			// bound in total on the way to it. Past half the bound the
+			// next size is the bound itself.
+			size := max(n, 2*cap(d.data))
+			if size > d.max/2 {
+				size = d.max
+			}
+			nd := make([]byte, len(d.data), size)
+			copy(nd, d.data)
+			d.data = nd
 		}
 		if d.sawData {
 			d.data = append(d.data, '\n')
