@@ -310,7 +310,7 @@ func TestBadConfiguration(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"unknown flag", nil, []string{"run", "--bogus", "x"}, "flag provided but not defined: -bogus"},
+		{"unknown flag", nil, []string{"run", "--bogus", "x"}, "flag provided but not defined: --bogus"},
 		{"unknown command", nil, []string{"frobnicate"}, `unknown command "frobnicate"`},
 		{"no prompt", nil, []string{"run"}, "needs a PROMPT"},
 		{"missing OpenAI key", map[string]string{"OPENAI_API_KEY": "", "OPENAI_BASE_URL": ""}, []string{"run", "x"}, "OPENAI_API_KEY is not set"},
@@ -367,5 +367,16 @@ func TestBadConfiguration(t *testing.T) {
 	}
 	if n := len(h.srv.Requests()); n != 0 {
 		t.Errorf("a bad configuration reached the model server (%d requests)", n)
+	}
+}
+
+func TestCostShown(t *testing.T) {
+	h := newHarness(t, loomtest.Config{Turns: []loomtest.Turn{
+		{Parts: []llm.Part{llm.Text{Text: "priced"}}, Model: "gpt-4o-2024-08-06", Usage: llm.Usage{InputTokens: 1_000_000, OutputTokens: 100_000}},
+	}})
+	r := h.run("run", "--model", "openai:gpt-4o", "x").want(t, 0)
+	// gpt-4o: $2.50 per million input tokens, $10 per million output.
+	if !strings.Contains(r.stderr, "$3.5000") {
+		t.Errorf("stderr does not show the cost of 1M in / 100k out at gpt-4o's price\n%s", r)
 	}
 }

@@ -102,7 +102,11 @@ func parse(fs *flag.FlagSet, args []string, set map[string]bool) ([]string, erro
 			if errors.Is(err, flag.ErrHelp) {
 				return nil, err
 			}
-			return nil, usagef(fmt.Sprintf("Run 'loom help %s' for its flags.", fs.Name()), "%s: %v", fs.Name(), err)
+			msg := err.Error()
+			for _, pre := range []string{"for flag -", "not defined: -", "needs an argument: -"} {
+				msg = strings.Replace(msg, pre, pre+"-", 1) // loom writes its flags --name
+			}
+			return nil, usagef(fmt.Sprintf("Run 'loom help %s' for its flags.", fs.Name()), "%s: %s", fs.Name(), msg)
 		}
 		rest := fs.Args()
 		consumed := len(args) - len(rest)

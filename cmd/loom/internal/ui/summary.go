@@ -94,11 +94,13 @@ func ResultSummary(name string, r llm.ToolResult) string {
 	return line
 }
 
-// firstLine returns the first non-empty line of s, cut to max bytes (on a
-// rune boundary) with an ellipsis.
+// firstLine returns the first non-empty line of s, made safe for a
+// terminal (see Sanitize), cut to max bytes (on a rune boundary) with an
+// ellipsis.
 func firstLine(s string, max int) string {
-	s = strings.TrimLeft(s, " \t\r\n")
-	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
+	s = Sanitize(strings.ToValidUTF8(s, "\uFFFD"))
+	s = strings.TrimLeft(s, " \t\n")
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		s = s[:i] + " …"
 	}
 	if len(s) > max {
@@ -108,7 +110,7 @@ func firstLine(s string, max int) string {
 		}
 		s = s[:cut] + "…"
 	}
-	return Sanitize(s)
+	return s
 }
 
 // Sanitize makes text from a model or a tool safe to write to a terminal:
