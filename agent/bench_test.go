@@ -1,6 +1,7 @@
 package agent_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -23,10 +24,12 @@ import (
 
 // The end-to-end benchmarks: a 10-turn tool loop (9 tool rounds and a
 // final answer) against loomtest over loopback HTTP, through agent.Run,
-// agent.Stream and a minimal hand-written net/http loop that makes the
-// same requests (the baseline). The ratios of interest are agent/baseline
-// for ns/op (sequential), cpu-ns/op (50 runs in flight) and ns/op with 200
-// prior messages of about 1 KB.
+// agent.Stream and minimal hand-written net/http loops that make the same
+// requests (the baselines): "baseline" makes blocking calls like Run,
+// "baseline-stream" makes streaming calls like Stream and reads the event
+// stream with bufio. The ratios of interest are run/baseline and
+// stream/baseline-stream for ns/op (sequential), cpu-ns/op (50 runs in
+// flight) and ns/op with 200 prior messages of about 1 KB.
 //
 //	go test -run '^$' -bench 'ToolLoop' -benchmem -benchtime 200x ./agent/
 
@@ -118,9 +121,33 @@ type bToolCall struct {
 }
 
 type bRequest struct {
-	Model    string          `json:"model"`
-	Messages []bMsg          `json:"messages"`
-	Tools    json.RawMessage `json:"tools"`
+	Model         string          `json:"model"`
+	Messages      []bMsg          `json:"messages"`
+	Tools         json.RawMessage `json:"tools"`
+	Stream        bool            `json:"stream,omitempty"`
+	StreamOptions *bStreamOptions `json:"stream_options,omitempty"`
+}
+
+type bStreamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+// bChunk is a chat.completion.chunk, as little of it as the loop needs.
+type bChunk struct {
+	Choices []struct {
+		Delta struct {
+			Content   *string `json:"content"`
+			ToolCalls []struct {
+				Index    int    `json:"index"`
+				ID       string `json:"id"`
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"delta"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
 }
 
 type bResponse struct {
@@ -132,7 +159,9 @@ type bResponse struct {
 
 var bTools = json.RawMessage(`[{"type":"function","function":{"name":"add","description":"Adds a and b.","parameters":{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"}},"required":["a","b"],"additionalProperties":false}}}]`)
 
-func baselineLoop(ctx context.Context, client *http.Client, url string, prior []llm.Message) (string, error) {
+// baselineLoop is the blocking loop; with stream set it asks for event
+// streams (with usage, as the adapter does) and reads them line by line.
+func baselineLoop(ctx context.Context, client *http.Client, url string, prior []llm.Message, stream bool) (string, error) {
 	msgs := []bMsg{{Role: "system", Content: ptr("You add numbers.")}}
 	for _, m := range prior {
 		t := m.Text()
@@ -142,9 +171,14 @@ func baselineLoop(ctx context.Context, client *http.Client, url string, prior []
 		msgs = append(msgs, bMsg{Role: "user", Content: ptr("add 2 and 3")})
 	}
 	var buf bytes.Buffer
+	var br *bufio.Reader
 	for turn := 0; turn < loopTurns+1; turn++ {
 		buf.Reset()
-		if err := json.NewEncoder(&buf).Encode(bRequest{Model: "gpt-4o-mini", Messages: msgs, Tools: bTools}); err != nil {
+		body := bRequest{Model: "gpt-4o-mini", Messages: msgs, Tools: bTools}
+		if stream {
+			body.Stream, body.StreamOptions = true, &bStreamOptions{IncludeUsage: true}
+		}
+		if err := json.NewEncoder(&buf).Encode(body); err != nil {
 			return "", err
 		}
 		req, err := http.NewRequestWithContext(ctx, "POST", url+"/chat/completions", bytes.NewReader(buf.Bytes()))
@@ -157,17 +191,32 @@ func baselineLoop(ctx context.Context, client *http.Client, url string, prior []
 		if err != nil {
 			return "", err
 		}
-		var out bResponse
-		err = json.NewDecoder(resp.Body).Decode(&out)
+		var msg bMsg
+		if stream {
+			if br == nil {
+				br = bufio.NewReader(resp.Body)
+			} else {
+				br.Reset(resp.Body)
+			}
+			msg, err = readStream(br)
+		} else {
+			var out bResponse
+			err = json.NewDecoder(resp.Body).Decode(&out)
+			if err == nil && len(out.Choices) == 0 {
+				err = fmt.Errorf("no choices")
+			}
+			if err == nil {
+				msg = out.Choices[0].Message
+			}
+		}
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 		if err != nil {
 			return "", err
 		}
-		if resp.StatusCode != 200 || len(out.Choices) == 0 {
+		if resp.StatusCode != 200 {
 			return "", fmt.Errorf("status %d", resp.StatusCode)
 		}
-		msg := out.Choices[0].Message
 		if len(msg.ToolCalls) == 0 {
 			return *msg.Content, nil
 		}
@@ -182,6 +231,52 @@ func baselineLoop(ctx context.Context, client *http.Client, url string, prior []
 		}
 	}
 	return "", fmt.Errorf("no final answer")
+}
+
+// readStream reads one Chat Completions event stream into the assistant
+// message it carries.
+func readStream(br *bufio.Reader) (bMsg, error) {
+	msg := bMsg{Role: "assistant"}
+	var text strings.Builder
+	hasText := false
+	for {
+		line, err := br.ReadSlice('\n')
+		if err != nil {
+			return msg, fmt.Errorf("stream ended early: %w", err)
+		}
+		data, ok := bytes.CutPrefix(bytes.TrimRight(line, "\r\n"), []byte("data: "))
+		if !ok {
+			continue
+		}
+		if string(data) == "[DONE]" {
+			break
+		}
+		var c bChunk
+		if err := json.Unmarshal(data, &c); err != nil {
+			return msg, err
+		}
+		for _, ch := range c.Choices {
+			if d := ch.Delta.Content; d != nil {
+				text.WriteString(*d)
+				hasText = hasText || *d != ""
+			}
+			for _, tc := range ch.Delta.ToolCalls {
+				for len(msg.ToolCalls) <= tc.Index {
+					msg.ToolCalls = append(msg.ToolCalls, bToolCall{Type: "function"})
+				}
+				call := &msg.ToolCalls[tc.Index]
+				if tc.ID != "" {
+					call.ID = tc.ID
+				}
+				call.Function.Name += tc.Function.Name
+				call.Function.Arguments += tc.Function.Arguments
+			}
+		}
+	}
+	if hasText || len(msg.ToolCalls) == 0 {
+		msg.Content = ptr(text.String())
+	}
+	return msg, nil
 }
 
 func ptr(s string) *string { return &s }
@@ -205,7 +300,14 @@ func loops(tb testing.TB, srv *loomtest.Server, client *http.Client, prior []llm
 	}
 	return map[string]loopFunc{
 		"baseline": func(ctx context.Context) error {
-			out, err := baselineLoop(ctx, client, srv.OpenAIURL(), prior)
+			out, err := baselineLoop(ctx, client, srv.OpenAIURL(), prior, false)
+			if err != nil {
+				return err
+			}
+			return check(out)
+		},
+		"baseline-stream": func(ctx context.Context) error {
+			out, err := baselineLoop(ctx, client, srv.OpenAIURL(), prior, true)
 			if err != nil {
 				return err
 			}
@@ -232,7 +334,7 @@ func loops(tb testing.TB, srv *loomtest.Server, client *http.Client, prior []llm
 	}
 }
 
-var loopOrder = []string{"baseline", "run", "stream"}
+var loopOrder = []string{"baseline", "run", "baseline-stream", "stream"}
 
 func BenchmarkToolLoop(b *testing.B) {
 	srv := loopServer()
