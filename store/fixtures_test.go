@@ -131,3 +131,40 @@ func TestReadJournalRefusesBadInput(t *testing.T) {
 		t.Fatalf("journal with blank lines: %v, %v", recs, err)
 	}
 }
+
+// An envelope member this build does not know is named together with the
+// record version this build reads and the one the record claims; in a
+// record of another version (or of none) it is that version's, refused
+// as such.
+func TestReadJournalNamesVersionsOfAnUnknownMember(t *testing.T) {
+	const first = `{"seq":1,"kind":"run_created","version":1,"time":"2026-03-01T10:00:00Z"}` + "\n"
+	for _, c := range []struct {
+		name, line string
+		target     error
+		says       []string
+	}{
+		{"this version", `{"seq":2,"kind":"note","version":1,"time":"2026-03-01T10:00:00Z","checksum":"x"}`,
+			store.ErrInvalid, []string{`"checksum"`, "line 2", "version 1, the only version this build of loom reads", "the record says it is version 1"}},
+		{"member before version", `{"checksum":"x","seq":2,"kind":"note","version":1,"time":"2026-03-01T10:00:00Z"}`,
+			store.ErrInvalid, []string{`"checksum"`, "the record says it is version 1"}},
+		{"newer version", `{"seq":2,"kind":"note","version":2,"time":"2026-03-01T10:00:00Z","checksum":"x"}`,
+			store.ErrVersion, []string{`"checksum"`, "line 2", "record 2 (note) has format version 2", "reads and writes version 1 only"}},
+		{"no version", `{"seq":2,"kind":"note","time":"2026-03-01T10:00:00Z","checksum":"x"}`,
+			store.ErrVersion, []string{`"checksum"`, "format version 0", "version 1 only"}},
+	} {
+		_, err := store.ReadJournal(strings.NewReader(first + c.line))
+		if !errors.Is(err, c.target) {
+			t.Errorf("%s: error %v, want one matching %v", c.name, err, c.target)
+			continue
+		}
+		for _, w := range c.says {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: %q does not say %q", c.name, err, w)
+			}
+		}
+		var ve *store.VersionError
+		if errors.As(err, &ve) != (c.target == store.ErrVersion) {
+			t.Errorf("%s: %v is a *VersionError: %v", c.name, err, !(c.target == store.ErrVersion))
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 )
 
 // WriteJournal writes recs to w as JSON Lines, one record per line, in the
@@ -25,7 +26,8 @@ func WriteJournal(w io.Writer, recs []Record) error {
 }
 
 // ReadJournal reads a journal written by WriteJournal. It is strict: an
-// unknown field, a record of another version or an unknown kind
+// unknown member (named, with the version this build reads and the
+// record's), a record of another version or an unknown kind
 // (*VersionError), or sequences that do not run 1, 2, 3, ... with run_created
 // first are refused. Blank lines are skipped. Lines may be up to
 // MaxDataSize plus 1 MiB long.
@@ -44,7 +46,7 @@ func ReadJournal(r io.Reader) ([]Record, error) {
 		dec := json.NewDecoder(bytes.NewReader(b))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&rec); err != nil {
-			return nil, fmt.Errorf("%w: journal line %d: %v", ErrInvalid, line, err)
+			return nil, decodeError(line, b, err)
 		}
 		if dec.More() {
 			return nil, fmt.Errorf("%w: journal line %d: more than one JSON value", ErrInvalid, line)
@@ -68,4 +70,28 @@ func ReadJournal(r io.Reader) ([]Record, error) {
 		return nil, fmt.Errorf("store: read journal: %w", err)
 	}
 	return recs, nil
+}
+
+// decodeError explains why line n, b, is not a record. A member the
+// envelope does not have is named with the versions: in a record of
+// another version (or none, read as 0, as CheckStored does) it is that
+// version's, and the record is refused with a *VersionError; in one that
+// says it is of this version it is invalid.
+func decodeError(n int, b []byte, err error) error {
+	member, ok := strings.CutPrefix(err.Error(), "json: unknown field ")
+	if !ok {
+		return fmt.Errorf("%w: journal line %d: %v", ErrInvalid, n, err)
+	}
+	var head struct {
+		Seq     int64           `json:"seq"`
+		Kind    Kind            `json:"kind"`
+		Version json.RawMessage `json:"version"`
+	}
+	json.Unmarshal(b, &head) // what can be read; Decode said what cannot
+	var version int
+	if head.Version == nil || json.Unmarshal(head.Version, &version) == nil && version != Version {
+		return fmt.Errorf("journal line %d: member %s: %w", n, member, &VersionError{Seq: head.Seq, Kind: head.Kind, Version: version})
+	}
+	return fmt.Errorf("%w: journal line %d: the record has member %s, which records of version %d, the only version this build of loom reads, do not have (the record says it is version %s): it was written by another program or edited by hand; remove the member",
+		ErrInvalid, n, member, Version, head.Version)
 }
