@@ -174,20 +174,25 @@ func TestApprovalsByUpdate(t *testing.T) {
 	sameResponse(t, ref, resp)
 }
 
-// A decision that comes after the approval timed out is rejected as stale;
-// the undecided calls were denied.
+// ADVERSARIAL 74: a decision that comes after its approval timed out is
+// rejected as stale; the undecided call was denied.
 func TestApprovalTimeout(t *testing.T) {
 	var removed atomic.Int64
-	script := modeltest.NewScript(modeltest.ToolCalls(modeltest.Call("a1", "rm", `{"text":"x"}`)), modeltest.Text("ok"))
+	script := modeltest.NewScript(
+		modeltest.ToolCalls(modeltest.Call("a1", "rm", `{"text":"x"}`)),
+		modeltest.ToolCalls(modeltest.Call("a2", "rm", `{"text":"y"}`)),
+		modeltest.Text("ok"),
+	)
 	reg := Registry{Models: map[string]model.Model{"m": script}, Tools: guarded(t, &removed)}
 	in := Input{Model: "m", Tools: []string{"rm"}, Run: run.Config{Prompt: llm.UserText("go"), MaxTurns: run.Turns(3)}}
 	in.Options.ApprovalTimeout = time.Hour
 	env := newEnv(t, reg)
-	var late *updateResult
+	late, next := &updateResult{}, &updateResult{}
 	env.RegisterDelayedCallback(func() {
-		late = &updateResult{}
+		// The first approval timed out at 1h; the second waits since.
 		env.UpdateWorkflow(UpdateApprove, "late", late, []run.Decision{{CallID: "a1", Action: run.Approved}})
-	}, 2*time.Hour)
+		env.UpdateWorkflow(UpdateApprove, "next", next, []run.Decision{{CallID: "a2", Action: run.Approved}})
+	}, 90*time.Minute)
 	env.ExecuteWorkflow(WorkflowName, in)
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
@@ -196,17 +201,19 @@ func TestApprovalTimeout(t *testing.T) {
 	if err := env.GetWorkflowResult(&res); err != nil {
 		t.Fatal(err)
 	}
-	resp := res.Response
-	if removed.Load() != 0 {
-		t.Fatal("a call without a decision ran")
+	if late.rejected == nil || !strings.Contains(late.rejected.Error(), "stale") {
+		t.Fatalf("the late decision was answered %+v, want rejected as stale", late)
 	}
-	contains(t, "result", resp.Messages[2].ToolResults()[0].Content, "no decision arrived within 1h0m0s")
-	if late == nil || late.rejected == nil {
-		// The workflow ended before two hours: the update came to a
-		// closed workflow, which is a rejection too.
-		if late != nil && late.err == nil && late.done {
-			t.Fatalf("a late decision was accepted: %+v", late)
-		}
+	if next.rejected != nil || next.err != nil || !next.done {
+		t.Fatalf("the second decision was answered %+v", next)
+	}
+	if removed.Load() != 1 {
+		t.Fatalf("rm ran %d times, want once (a2)", removed.Load())
+	}
+	msgs := res.Response.Messages
+	contains(t, "the timed out call's result", msgs[2].ToolResults()[0].Content, "no decision arrived within 1h0m0s")
+	if got := msgs[4].ToolResults()[0].Content; got != "removed y" {
+		t.Fatalf("a2 answered %q", got)
 	}
 }
 

@@ -151,8 +151,8 @@ func (b *DirBlobs) Put(_ context.Context, key string, data []byte) error {
 		return err
 	}
 	p := b.path(key)
-	if _, err := os.Stat(p); err == nil {
-		return nil
+	if fi, err := os.Stat(p); err == nil && fi.Size() == int64(len(data)) {
+		return nil // there already (a cut file is written again)
 	}
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return fmt.Errorf("temporal: blob directory: %w", err)

@@ -1,6 +1,7 @@
 package temporal
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -71,10 +72,23 @@ type blobRef struct {
 	Inline json.RawMessage `json:"v,omitempty"`
 }
 
+// messageKey returns the key of m and its encoding. The encoding is
+// canonical: the one a message decoded from a payload has, so the workflow
+// and the activity (which got m through JSON) agree on the key. They
+// differ only where m holds invalid UTF-8, which JSON replaces.
 func messageKey(m llm.Message) (string, []byte, error) {
 	data, err := json.Marshal(m)
 	if err != nil {
 		return "", nil, err
+	}
+	if bytes.Contains(data, []byte(`\ufffd`)) {
+		var back llm.Message
+		if err := json.Unmarshal(data, &back); err != nil {
+			return "", nil, err
+		}
+		if data, err = json.Marshal(back); err != nil {
+			return "", nil, err
+		}
 	}
 	return BlobKey(data), data, nil
 }
