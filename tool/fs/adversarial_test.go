@@ -1,6 +1,8 @@
 package fs_test
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/loomkit/loom/tool/shell"
 )
 
 // ADVERSARIAL 44 as written: ws/d is swapped, 10,000 times, between a
@@ -83,4 +87,39 @@ func TestSwapRaceWithRootLink(t *testing.T) {
 		t.Errorf("files appeared in /: %v", got)
 	}
 	t.Logf("%d of %d writes landed inside the workspace; the rest were refused", wrote, iterations)
+}
+
+// ADVERSARIAL 46, first half: links the model makes with the shell tool
+// (ln -s) to the outside are not followed by the file tools. (The second
+// half, a sandbox stopping bash itself from following them, needs an OS
+// sandbox loom does not have.)
+func TestShellMadeLinksNotFollowed(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("symbolic links need privileges on Windows")
+	}
+	if _, err := os.Stat("/bin/bash"); err != nil {
+		t.Skip("bash is not installed")
+	}
+	e := newEnv(t, nil)
+	bash := shell.New(&shell.Config{Dir: e.ws})
+	script := fmt.Sprintf("ln -s %q pw && ln -s %q out && ln -s ../outside rel && ls -l", filepath.Join(e.outside, "secret.txt"), e.outside)
+	args, _ := json.Marshal(map[string]any{"command": script})
+	res, err := bash.Call(context.Background(), args)
+	if err != nil || res.IsError {
+		t.Fatalf("bash: %+v, %v", res, err)
+	}
+	outsideBefore := snapshot(t, e.outside)
+	for _, p := range []string{"pw", "out/secret.txt", "rel/secret.txt"} {
+		e.fails("read_file", map[string]any{"path": p}, "outside the workspace")
+		e.fails("edit_file", map[string]any{"path": p, "old_string": secret, "new_string": "pwned"}, "outside the workspace")
+		e.fails("write_file", map[string]any{"path": p, "content": "pwned"}, "outside the workspace")
+	}
+	for _, args := range []map[string]any{{"pattern": "SECRET"}, {"pattern": "SECRET", "path": "out"}} {
+		if res := e.call("grep", args); strings.Contains(res.Content, secret) {
+			t.Errorf("grep %v followed a link out: %q", args, res.Content)
+		}
+	}
+	if got := snapshot(t, e.outside); got != outsideBefore {
+		t.Errorf("outside changed:\nbefore %s\nafter  %s", outsideBefore, got)
+	}
 }
