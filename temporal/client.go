@@ -187,7 +187,7 @@ func (h *Handle) Progress(ctx context.Context, opts *ProgressOptions) iter.Seq2[
 	return func(yield func(Event, error) bool) {
 		after := o.After
 		for {
-			page, err := h.events(ctx, after)
+			page, closed, err := h.events(ctx, after)
 			if err != nil {
 				if ctx.Err() != nil {
 					yield(Event{}, ctx.Err())
@@ -209,6 +209,16 @@ func (h *Handle) Progress(ctx context.Context, opts *ProgressOptions) iter.Seq2[
 					return
 				}
 			}
+			if closed {
+				// Closed without a terminal event (terminated, timed
+				// out): end with one made from the result.
+				if e, ok := h.ended(ctx, after); ok {
+					yield(e, nil)
+				} else {
+					yield(Event{}, errClosed)
+				}
+				return
+			}
 			if len(page.Events) > 0 {
 				continue
 			}
@@ -224,16 +234,34 @@ func (h *Handle) Progress(ctx context.Context, opts *ProgressOptions) iter.Seq2[
 	}
 }
 
-func (h *Handle) events(ctx context.Context, after int64) (EventPage, error) {
-	var page EventPage
+func (h *Handle) events(ctx context.Context, after int64) (page EventPage, closed bool, err error) {
 	qctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	v, err := h.c.QueryWorkflow(qctx, h.WorkflowID, "", QueryEvents, after)
-	if err != nil {
-		return page, fmt.Errorf("temporal: events of %s: %w", h.WorkflowID, err)
+	resp, err := h.c.QueryWorkflowWithOptions(qctx, &client.QueryWorkflowWithOptionsRequest{
+		WorkflowID: h.WorkflowID, QueryType: QueryEvents, Args: []any{after},
+		QueryRejectCondition: enumspb.QUERY_REJECT_CONDITION_NOT_OPEN,
+	})
+	if err == nil && resp.QueryRejected != nil {
+		// Closed: its last events are still worth a try.
+		cctx, cancel := context.WithTimeout(ctx, closedQueryTimeout)
+		defer cancel()
+		v, err := h.c.QueryWorkflow(cctx, h.WorkflowID, "", QueryEvents, after)
+		if err != nil {
+			return page, true, errClosed
+		}
+		return page, true, v.Get(&page)
 	}
-	return page, v.Get(&page)
+	if err != nil {
+		return page, false, fmt.Errorf("temporal: events of %s: %w", h.WorkflowID, err)
+	}
+	return page, false, resp.QueryResult.Get(&page)
 }
+
+// closedQueryTimeout bounds the wait for a worker to answer a query on a
+// closed run.
+const closedQueryTimeout = 5 * time.Second
+
+var errClosed = errors.New("temporal: the run is closed and no worker answered its query")
 
 // ended returns the terminal event of a run that is closed, made from its
 // result.

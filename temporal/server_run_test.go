@@ -222,3 +222,37 @@ func TestServerNonRetryableModelError(t *testing.T) {
 		t.Fatalf("%d model calls", script.Calls())
 	}
 }
+
+// The progress of a run that ended while no worker is left to answer
+// queries ends with a terminal event made from its result.
+func TestServerProgressAfterWorkersLeft(t *testing.T) {
+	c := serverClient(t)
+	ctx := testContext(t, time.Minute)
+	queue := queueName(t)
+	script := modeltest.NewScript(modeltest.Text("bye").WithUsage(llm.Usage{OutputTokens: 1}))
+	w, err := NewWorker(c, Registry{Models: map[string]model.Model{"m": script}}, &WorkerOptions{TaskQueue: queue, Worker: workerOptions()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	h, err := Start(ctx, c, Input{Model: "m", Run: run.Config{Prompt: llm.UserText("hi")}, Options: fastOptions()}, client.StartWorkflowOptions{TaskQueue: queue})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Result(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w.Stop()
+	var events []Event
+	for e, err := range h.Progress(ctx, &ProgressOptions{After: 2}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		events = append(events, e)
+	}
+	if len(events) != 1 || events[0].Kind != EventDone || events[0].Text != "bye" || events[0].Usage.OutputTokens != 1 {
+		t.Fatalf("events %+v", events)
+	}
+}
