@@ -371,6 +371,22 @@ func (a *Agent) resume(ctx context.Context, res Resumption, emit func(Event) boo
 	}
 	x.start = a.now()
 	x.emit(RunStarted{RunID: x.id, Resumed: true})
+	if x.output != nil {
+		// A run saved right after its final answer may not have checked
+		// it (the process died first), or checked it and failed without
+		// recording the failure: check it as the uninterrupted run did,
+		// re-prompting or failing the same way.
+		text, check, err := awaitedAnswer(x.r)
+		if err != nil {
+			x.j.release(ctx)
+			return nil, &ResumeError{RunID: x.id, Reason: "its final answer cannot be checked against the output schema", Err: err}
+		}
+		if check {
+			if err := x.checkOutput(ctx, text); err != nil {
+				return nil, x.end(ctx, err)
+			}
+		}
+	}
 	return x, nil
 }
 

@@ -218,6 +218,36 @@ func (x *runner) prefill(ctx context.Context, turn int, calls []run.PendingCall,
 	return nil
 }
 
+// awaitedAnswer returns the text of the answer a restored run holds in
+// AwaitingAdvance, and whether the driver checks it against the output
+// schema: an answer without tool calls, or the final call's (as callModel
+// decides). The machine has no getter for the answer; its snapshot, of the
+// format package run documents, holds it.
+func awaitedAnswer(r *run.Run) (text string, check bool, err error) {
+	if r.State() != run.StateAwaitingAdvance {
+		return "", false, nil
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return "", false, err
+	}
+	var s struct {
+		Format int `json:"format"`
+		Answer *struct {
+			Message llm.Message `json:"message"`
+			Final   bool        `json:"final"`
+		} `json:"answer"`
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		return "", false, err
+	}
+	if s.Format != run.Format || s.Answer == nil {
+		return "", false, fmt.Errorf("the run's snapshot (format %d) holds no answer in %s", s.Format, run.StateAwaitingAdvance)
+	}
+	m := s.Answer.Message
+	return m.Text(), s.Answer.Final || len(m.ToolCalls()) == 0, nil
+}
+
 // outputFromShape rebuilds the validator of a restored run's output
 // schema.
 func outputFromShape(shape *llm.OutputShape) (*outputSchema, error) {
