@@ -392,13 +392,6 @@ func TestEveryJournalPrefixResumes(t *testing.T) {
 					t.Fatal(h.err)
 				}
 				if h.res.Output != full.res.Output {
-					if last := prefix[n-1]; last.Kind == store.KindModelTurn && s.outputSchema != "" {
-						// Known gap in package agent: the final answer is checked
-						// against the output schema only right after the model call,
-						// so a journal that ends at that answer resumes to a result
-						// the schema refuses. This case enforces itself once fixed.
-						t.Skipf("agent does not re-check the recorded final answer against the output schema on resume: output %q, want %q", h.res.Output, full.res.Output)
-					}
 					t.Fatalf("output %q, want %q", h.res.Output, full.res.Output)
 				}
 				recordedTurns := len(payloads[turnPayload](t, prefix, store.KindModelTurn))
