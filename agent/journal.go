@@ -431,6 +431,15 @@ func (x *runner) restoreSnapshot(b json.RawMessage) error {
 	if s.Format != SnapshotFormat {
 		return &ResumeError{RunID: s.RunID, Reason: fmt.Sprintf("the snapshot is format %d; this build reads format %d", s.Format, SnapshotFormat)}
 	}
+	// Of this format, strictly: a member this build does not know means
+	// another loom wrote the snapshot (the run's own state, inside it, is
+	// decoded strictly by package run).
+	if err := strictDecode(b, &s); err != nil {
+		if member, where, ok := unknownMember(err); ok {
+			return &ResumeError{RunID: s.RunID, Reason: fmt.Sprintf("the snapshot holds member %s%s, which agent snapshot format %d (the format this build of loom reads) does not have: a newer loom wrote it, or it was edited; resume it with the loom that wrote it", member, where, SnapshotFormat)}
+		}
+		return &ResumeError{RunID: s.RunID, Reason: "the snapshot is not readable", Err: err}
+	}
 	if s.Digest != x.a.digest {
 		return &ResumeError{RunID: s.RunID, Reason: "the agent's config (model name, system prompt, tools or limits) differs from the run's; resume it with the agent that started it"}
 	}

@@ -1,9 +1,12 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/loomkit/loom/llm"
@@ -19,12 +22,20 @@ func (x *runner) replay(recs []store.Record) error {
 	if recs[0].Kind != store.KindRunCreated {
 		return fmt.Errorf("record 1 is %s, want %s", recs[0].Kind, store.KindRunCreated)
 	}
-	var created createdRecord
-	if err := recs[0].Decode(&created); err != nil {
+	// The format first: a journal of another format may well hold
+	// members this build does not know, and the format says why.
+	var head struct {
+		Format int `json:"format"`
+	}
+	if err := recs[0].Decode(&head); err != nil {
 		return fmt.Errorf("record 1 (%s): %w", recs[0].Kind, err)
 	}
-	if created.Format != JournalFormat {
-		return fmt.Errorf("the journal is format %d; this build reads format %d", created.Format, JournalFormat)
+	if head.Format != JournalFormat {
+		return fmt.Errorf("the journal is format %d; this build reads format %d", head.Format, JournalFormat)
+	}
+	var created createdRecord
+	if err := decodeData(recs[0], &created); err != nil {
+		return fmt.Errorf("record 1 (%s): %w", recs[0].Kind, err)
 	}
 	if created.Digest != x.a.digest {
 		return fmt.Errorf("the agent's config (model name, system prompt, tools or limits) differs from the run's; resume it with the agent that started it")
@@ -49,7 +60,7 @@ func (x *runner) replayOne(rec store.Record) error {
 	switch rec.Kind {
 	case store.KindModelTurn:
 		var t turnRecord
-		if err := rec.Decode(&t); err != nil {
+		if err := decodeData(rec, &t); err != nil {
 			return err
 		}
 		cm, ok := r.ModelCall()
@@ -68,17 +79,17 @@ func (x *runner) replayOne(rec store.Record) error {
 		return r.ModelResponse(t.Response)
 	case store.KindResolution:
 		var t resolutionRecord
-		if err := rec.Decode(&t); err != nil {
+		if err := decodeData(rec, &t); err != nil {
 			return err
 		}
 		res, err := run.UnmarshalResolution(t.Resolution)
 		if err != nil {
-			return err
+			return journalMember(err)
 		}
 		return x.applyResolution(res)
 	case store.KindApprovalRequested:
 		var t approvalRequestedRecord
-		if err := rec.Decode(&t); err != nil {
+		if err := decodeData(rec, &t); err != nil {
 			return err
 		}
 		if x.j.requested == nil {
@@ -91,36 +102,40 @@ func (x *runner) replayOne(rec store.Record) error {
 		return nil
 	case store.KindApprovalDecided:
 		var t approvalDecidedRecord
-		if err := rec.Decode(&t); err != nil {
+		if err := decodeData(rec, &t); err != nil {
 			return err
 		}
 		return r.Approve(t.Decisions)
 	case store.KindToolIntent:
 		var t intentRecord
-		if err := rec.Decode(&t); err != nil {
+		if err := decodeData(rec, &t); err != nil {
 			return err
 		}
 		x.recIntents[t.Call.ID] = true
 		return nil
 	case store.KindToolResult:
 		var t resultRecord
-		if err := rec.Decode(&t); err != nil {
+		if err := decodeData(rec, &t); err != nil {
 			return err
 		}
 		x.recResults[t.Result.CallID] = t.Result
 		return nil
 	case store.KindNote:
 		var n noteRecord
-		if err := rec.Decode(&n); err != nil {
+		if err := decodeData(rec, &n); err != nil {
 			return err
 		}
 		return x.replayNote(n)
 	case store.KindRunFinished:
+		var t finishedRecord
+		if err := decodeData(rec, &t); err != nil {
+			return err
+		}
 		x.j.finished = true
 		return nil
 	case store.KindRunFailed:
 		var t failedRecord
-		if err := rec.Decode(&t); err != nil {
+		if err := decodeData(rec, &t); err != nil {
 			return err
 		}
 		x.failed = t.Error
@@ -216,6 +231,58 @@ func (x *runner) prefill(ctx context.Context, turn int, calls []run.PendingCall,
 	clear(x.recIntents)
 	clear(x.recResults)
 	return nil
+}
+
+// decodeData decodes a record's data strictly, as the machine decodes its
+// snapshots: a member this build does not know means another loom wrote
+// the journal (or someone edited it), and reading on would half
+// understand the run.
+func decodeData(rec store.Record, v any) error {
+	return journalMember(strictDecode(rec.Data, v))
+}
+
+// journalMember explains an unknown member in a record's data by the
+// journal format; it returns other errors as they are.
+func journalMember(err error) error {
+	member, where, ok := unknownMember(err)
+	if !ok {
+		return err
+	}
+	return fmt.Errorf("its data holds member %s%s, which journal format %d (the format this build of loom reads) does not have: a newer loom wrote the journal, or it was edited; resume it with the loom that wrote it",
+		member, where, JournalFormat)
+}
+
+// strictDecode decodes the one JSON value in data into v, refusing
+// members v does not have.
+func strictDecode(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("trailing data after the JSON value")
+	}
+	return nil
+}
+
+// unknownMember returns the quoted name of the member a strict decoder
+// refused and, when a nested decoder (a message's, a resolution's) did,
+// where: " (in llm: message part 0)".
+func unknownMember(err error) (member, where string, ok bool) {
+	const prefix = "json: unknown field "
+	if err == nil {
+		return "", "", false
+	}
+	msg := err.Error()
+	i := strings.LastIndex(msg, prefix)
+	if i < 0 {
+		return "", "", false
+	}
+	if ctx := strings.TrimSuffix(msg[:i], ": "); ctx != "" {
+		where = " (in " + ctx + ")"
+	}
+	return msg[i+len(prefix):], where, true
 }
 
 // awaitedAnswer returns the text of the answer a restored run holds in

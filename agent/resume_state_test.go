@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -133,4 +134,148 @@ func TestResumeFailsARefusedLastAnswer(t *testing.T) {
 			t.Fatalf("Resume = %v after %d model calls", err, second.Calls())
 		}
 	})
+}
+
+// finishedJournal runs a tool round and a final answer with a store and
+// returns its records.
+func finishedJournal(t *testing.T) []store.Record {
+	t.Helper()
+	mem := store.NewMemory()
+	m := modeltest.NewScript(modeltest.ToolCalls(modeltest.Call("c1", "add", `{"a":1,"b":2}`)), modeltest.Text("3"))
+	a := agent.New(agent.Config{Model: m, Store: mem, Tools: set(t, addTool()), NewID: func() string { return "r1" }})
+	if _, err := a.Run(context.Background(), agent.Prompt("1+2?")); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := mem.Load(context.Background(), "r1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return recs
+}
+
+// addMember returns the JSON object doc with member name added to the
+// object at the path (member names, from the top).
+func addMember(t *testing.T, doc []byte, name string, path ...string) []byte {
+	t.Helper()
+	var top map[string]any
+	if err := json.Unmarshal(doc, &top); err != nil {
+		t.Fatal(err)
+	}
+	obj := top
+	for _, p := range path {
+		next, ok := obj[p].(map[string]any)
+		if !ok {
+			t.Fatalf("%s has no object at %v", doc, path)
+		}
+		obj = next
+	}
+	obj[name] = 1
+	b, err := json.Marshal(top)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// A journal record whose data holds a member this build does not know is
+// refused on resume, naming the record, the member and the journal format
+// this build reads; nothing is driven.
+func TestResumeRefusesAnUnknownMemberInARecord(t *testing.T) {
+	recs := finishedJournal(t)
+	type place struct {
+		seq  int64
+		path []string
+		says string
+	}
+	var places []place
+	for _, r := range recs {
+		places = append(places, place{seq: r.Seq})
+	}
+	places = append(places,
+		place{seq: 1, path: []string{"config"}},
+		place{seq: 2, path: []string{"response"}},
+		place{seq: 2, path: []string{"response", "message"}, says: "(in llm: message"},
+		place{seq: 3, path: []string{"call"}},
+		place{seq: 4, path: []string{"result"}},
+	)
+	for _, p := range places {
+		r := recs[p.seq-1]
+		name := fmt.Sprintf("%d_%s/%s", r.Seq, r.Kind, strings.Join(p.path, "/"))
+		t.Run(name, func(t *testing.T) {
+			bad := append([]store.Record(nil), recs...)
+			bad[p.seq-1].Data = addMember(t, r.Data, "zz_added_later", p.path...)
+			mem := store.NewMemory()
+			if _, err := mem.Append(context.Background(), "r1", 0, bad...); err != nil {
+				t.Fatal(err)
+			}
+			m := modeltest.NewScript(modeltest.Text("unused"), modeltest.Text("unused"))
+			a := agent.New(agent.Config{Model: m, Store: mem, Tools: set(t, addTool())})
+			_, err := a.Resume(context.Background(), agent.Resumption{RunID: "r1"})
+			mustAs[*agent.ResumeError](t, err)
+			for _, w := range []string{fmt.Sprintf("record %d (%s)", r.Seq, r.Kind), `"zz_added_later"`, "journal format 1", p.says} {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("%q does not say %q", err, w)
+				}
+			}
+			if m.Calls() != 0 {
+				t.Fatal("the model was called")
+			}
+			if info, _ := mem.Get(context.Background(), "r1"); info.Owner != "" {
+				t.Fatalf("the run is still claimed by %q", info.Owner)
+			}
+		})
+	}
+	// The journal as written resumes (to its result).
+	mem := store.NewMemory()
+	mem.Append(context.Background(), "r1", 0, recs...)
+	a := agent.New(agent.Config{Model: modeltest.NewScript(), Store: mem, Tools: set(t, addTool())})
+	if res, err := a.Resume(context.Background(), agent.Resumption{RunID: "r1"}); err != nil || res.Output != "3" {
+		t.Fatalf("Resume = %q, %v", res.Output, err)
+	}
+}
+
+// A journal of another format is refused for its format, before its
+// members are looked at.
+func TestResumeNamesTheFormatBeforeMembers(t *testing.T) {
+	recs := finishedJournal(t)
+	recs[0].Data = addMember(t, []byte(strings.Replace(string(recs[0].Data), `"format":1`, `"format":2`, 1)), "zz_added_later")
+	mem := store.NewMemory()
+	mem.Append(context.Background(), "r1", 0, recs...)
+	a := agent.New(agent.Config{Model: modeltest.NewScript(), Store: mem, Tools: set(t, addTool())})
+	_, err := a.Resume(context.Background(), agent.Resumption{RunID: "r1"})
+	if !errors.Is(err, agent.ErrResume) || !strings.Contains(err.Error(), "journal is format 2; this build reads format 1") || strings.Contains(err.Error(), "zz_added_later") {
+		t.Fatalf("Resume = %v", err)
+	}
+}
+
+// An agent snapshot with a member this build does not know, at its top
+// level or in its ledger, is refused naming the member and the snapshot
+// format this build reads.
+func TestResumeRefusesAnUnknownMemberInASnapshot(t *testing.T) {
+	cfg := func(m *modeltest.Script) agent.Config { return agent.Config{Model: m} }
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, err := agent.New(cfg(modeltest.NewScript(modeltest.Text("hi")))).Run(ctx, agent.Input{Prompt: llm.UserText("hello"), OnEvent: func(e agent.Event) {
+		if _, ok := e.(agent.Usage); ok {
+			cancel()
+		}
+	}})
+	snap := mustAs[*agent.RunError](t, err).Snapshot
+	if snap == nil {
+		t.Fatalf("Run = %v, without a snapshot", err)
+	}
+	for _, path := range [][]string{nil, {"ledger"}} {
+		m := modeltest.NewScript()
+		_, err := agent.New(cfg(m)).Resume(context.Background(), agent.Resumption{Snapshot: addMember(t, snap, "zz_added_later", path...)})
+		mustAs[*agent.ResumeError](t, err)
+		for _, w := range []string{`"zz_added_later"`, "snapshot format 1"} {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("at %v: %q does not say %q", path, err, w)
+			}
+		}
+	}
+	res, err := agent.New(cfg(modeltest.NewScript())).Resume(context.Background(), agent.Resumption{Snapshot: snap})
+	if err != nil || res.Output != "hi" {
+		t.Fatalf("the snapshot as written: Resume = %q, %v", res.Output, err)
+	}
 }
