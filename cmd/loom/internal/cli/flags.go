@@ -74,20 +74,22 @@ func agentFlags(name string, o *options, withTemporal bool) *flag.FlagSet {
 	fs.SetOutput(io.Discard)
 	o.maxTurns = DefaultMaxTurns
 	o.output = "text"
-	fs.StringVar(&o.model, "model", "", "the model, as `PROVIDER:MODEL` (openai:gpt-4o, anthropic:claude-sonnet-4-5, ollama:qwen2.5-coder); default $LOOM_MODEL")
-	fs.StringVar(&o.baseURL, "base-url", "", "the API's base `URL`, for OpenAI-compatible servers and proxies; default $OPENAI_BASE_URL or $ANTHROPIC_BASE_URL")
-	fs.StringVar(&o.workspace, "workspace", "", "the directory (`DIR`) the file tools are confined to and commands run in (default: the current directory)")
-	fs.Var((*turnsFlag)(&o.maxTurns), "max-turns", fmt.Sprintf("the most model calls (`N`) a run may make (default %d)", DefaultMaxTurns))
+	fs.StringVar(&o.model, "model", "", "the model, as PROVIDER:MODEL (openai:gpt-4o, anthropic:claude-sonnet-4-5, ollama:qwen2.5-coder); default $LOOM_MODEL")
+	fs.StringVar(&o.baseURL, "base-url", "", "the API's base URL, for OpenAI-compatible servers and proxies; default $OPENAI_BASE_URL or $ANTHROPIC_BASE_URL")
+	fs.StringVar(&o.workspace, "workspace", "", "the directory the file tools are confined to and commands run in (default: the current directory)")
+	fs.Var((*turnsFlag)(&o.maxTurns), "max-turns", fmt.Sprintf("the most model calls a run may make (default %d)", DefaultMaxTurns))
 	fs.BoolVar(&o.yes, "yes", false, "approve every call the policies allow to be approved (never what they always refuse), and start the workspace's .mcp.json servers")
-	fs.Var((*outputFlag)(&o.output), "output", "`FORMAT`: text, or jsonl (one JSON object per line on stdout)")
+	fs.Var((*outputFlag)(&o.output), "output", "text, or jsonl: one JSON object per line on stdout")
 	fs.BoolVar(&o.noStream, "no-stream", false, "ask for whole answers instead of streaming them")
-	fs.StringVar(&o.storePath, "store", "", "the SQLite file (`PATH`) runs are checkpointed to (default: $XDG_STATE_HOME/loom/loom.db)")
-	fs.StringVar(&o.system, "system", "", "the system prompt (`TEXT`), instead of loom's own (AGENTS.md and LOOM.md are still added)")
-	fs.Var((*multiFlag)(&o.mcp), "mcp", "an MCP server, as `NAME=COMMAND` ARGS... or NAME=URL (repeatable)")
-	fs.BoolVar(&o.interactive, "interactive", false, "run the interactive session even when standard input is not a terminal")
+	fs.StringVar(&o.storePath, "store", "", "the SQLite file runs are checkpointed to (default: $XDG_STATE_HOME/loom/loom.db)")
+	fs.StringVar(&o.system, "system", "", "the system prompt, instead of loom's own (AGENTS.md and LOOM.md are still added)")
+	fs.Var((*multiFlag)(&o.mcp), "mcp", "an MCP server, as NAME=COMMAND ARGS... or NAME=URL (repeatable)")
+	if name == "loom" {
+		fs.BoolVar(&o.interactive, "interactive", false, "run the interactive session even when standard input is not a terminal")
+	}
 	if withTemporal {
-		fs.StringVar(&o.temporal, "temporal", "", "run on the Temporal server at `HOST:PORT` instead of in this process (loom worker must be running)")
-		fs.StringVar(&o.queue, "queue", "", "the Temporal task `QUEUE` (default loom)")
+		fs.StringVar(&o.temporal, "temporal", "", "run on the Temporal server at HOST:PORT instead of in this process (loom worker must be running)")
+		fs.StringVar(&o.queue, "queue", "", "the Temporal task queue (default loom)")
 	}
 	return fs
 }
@@ -124,4 +126,16 @@ func parse(fs *flag.FlagSet, args []string, set map[string]bool) ([]string, erro
 		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	}
 	return pos, nil
+}
+
+// workerFlags returns the flag set of loom worker.
+func workerFlags(o *options) *flag.FlagSet {
+	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&o.temporal, "temporal", "", "the Temporal server, as HOST:PORT")
+	fs.StringVar(&o.queue, "queue", "", "the task queue to poll (default loom)")
+	fs.StringVar(&o.model, "model", "", "the model runs may use, as PROVIDER:MODEL; default $LOOM_MODEL")
+	fs.StringVar(&o.baseURL, "base-url", "", "the API's base URL (default $OPENAI_BASE_URL or $ANTHROPIC_BASE_URL)")
+	fs.StringVar(&o.workspace, "workspace", "", "the directory the tools work in (default: the current directory)")
+	return fs
 }

@@ -18,7 +18,7 @@ Usage:
   loom demo                      an offline demo against a local fake model server
   loom mcp serve                 serve the coding tools over MCP (stdio, or --http ADDR)
   loom worker --temporal ADDR    run a Temporal worker for runs started with --temporal
-  loom approve RUN_ID ...        approve or deny the calls a Temporal run waits for
+  loom approve --temporal ADDR RUN_ID   approve or deny the calls a Temporal run waits for
   loom version                   print the version
   loom help [COMMAND]            this help, or a command's flags
 
@@ -66,7 +66,7 @@ func (a *app) helpCmd(args []string) error {
 	case "mcp":
 		fmt.Fprint(out, "Usage: loom mcp serve [--workspace DIR] [--http ADDR]\n\nServes read_file, write_file, edit_file, list_dir, glob, grep, bash and web_fetch over the Model Context Protocol: over standard input and output, or over streamable HTTP at http://ADDR/mcp (a loopback address: the tools are not authenticated). The shell policy's refusals hold; calls that need approval are left to the MCP client, which sees the tools' annotations.\n")
 	case "worker":
-		fmt.Fprint(out, "Usage: loom worker --temporal HOST:PORT [--queue NAME] [--workspace DIR] [--model PROVIDER:MODEL]\n\nRuns a Temporal worker that executes the model and tool calls of runs started with loom run --temporal.\n")
+		fmt.Fprintf(out, "Usage: loom worker --temporal HOST:PORT [flags]\n\nRuns a Temporal worker that executes the model and tool calls of runs started with loom run --temporal, with the model's key from the environment.\n\n%s", flagHelp(workerFlags(&options{})))
 	case "approve":
 		fmt.Fprint(out, "Usage: loom approve --temporal HOST:PORT RUN_ID [--deny] [--reason TEXT] [CALL_ID...]\n\nApproves (or with --deny denies) the calls a run on Temporal waits for: the CALL_IDs given, or all of them.\n")
 	case "version", "help":
@@ -77,23 +77,30 @@ func (a *app) helpCmd(args []string) error {
 	return nil
 }
 
+// flagArgs name the argument of each flag that takes one, in help.
+var flagArgs = map[string]string{
+	"model": "PROVIDER:MODEL", "base-url": "URL", "workspace": "DIR", "max-turns": "N",
+	"output": "text|jsonl", "store": "PATH", "system": "TEXT", "mcp": "NAME=COMMAND",
+	"temporal": "HOST:PORT", "queue": "NAME", "http": "ADDR", "limit": "N", "reason": "TEXT",
+}
+
 // flagHelp lists the flags of fs, one per line with its description.
 func flagHelp(fs *flag.FlagSet) string {
 	var b strings.Builder
 	fs.VisitAll(func(f *flag.Flag) {
-		arg, usage := flag.UnquoteUsage(f)
-		if arg == "value" || arg == "string" {
-			arg = "VALUE"
-		}
 		line := "  --" + f.Name
-		if arg != "" {
+		if bf, ok := f.Value.(interface{ IsBoolFlag() bool }); !ok || !bf.IsBoolFlag() {
+			arg := flagArgs[f.Name]
+			if arg == "" {
+				arg = "VALUE"
+			}
 			line += " " + arg
 		}
 		if len(line) > 26 {
-			fmt.Fprintf(&b, "%s\n%28s%s\n", line, "", usage)
+			fmt.Fprintf(&b, "%s\n%28s%s\n", line, "", f.Usage)
 			return
 		}
-		fmt.Fprintf(&b, "%-28s%s\n", line, usage)
+		fmt.Fprintf(&b, "%-28s%s\n", line, f.Usage)
 	})
 	return b.String()
 }

@@ -25,8 +25,8 @@ func (a *app) mcpCmd(args []string) error {
 	}
 	fs := flag.NewFlagSet("mcp serve", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	workspace := fs.String("workspace", "", "the directory (`DIR`) the tools work in (default: the current directory)")
-	addr := fs.String("http", "", "serve streamable HTTP on `ADDR` (a loopback address such as 127.0.0.1:8765) instead of standard input and output")
+	workspace := fs.String("workspace", "", "the directory the tools work in (default: the current directory)")
+	addr := fs.String("http", "", "serve streamable HTTP on ADDR (a loopback address such as 127.0.0.1:8765) instead of standard input and output")
 	pos, err := parse(fs, args[1:], nil)
 	if errors.Is(err, flag.ErrHelp) {
 		return a.helpCmd([]string{"mcp"})

@@ -84,7 +84,7 @@ func blobsDir() (string, error) {
 // workerCmd is "loom worker --temporal HOST:PORT".
 func (a *app) workerCmd(args []string) error {
 	o := &options{set: map[string]bool{}}
-	fs := agentFlags("worker", o, true)
+	fs := workerFlags(o)
 	pos, err := parse(fs, args, o.set)
 	if errors.Is(err, flag.ErrHelp) {
 		return a.helpCmd([]string{"worker"})
@@ -315,7 +315,7 @@ func (tb *toolbox) lookup(name string) (tool.Tool, bool) {
 func (a *app) approveCmd(args []string) error {
 	fs := flag.NewFlagSet("approve", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	addr := fs.String("temporal", "", "the Temporal server, as `HOST:PORT`")
+	addr := fs.String("temporal", "", "the Temporal server, as HOST:PORT")
 	deny := fs.Bool("deny", false, "deny the calls instead of approving them")
 	reason := fs.String("reason", "", "why they are denied (the model reads it)")
 	pos, err := parse(fs, args, nil)
