@@ -205,6 +205,20 @@ func TestApprovalNeedsYes(t *testing.T) {
 			t.Errorf("stderr does not show the denial\n%s", r)
 		}
 	})
+	t.Run("commands do not see the keys", func(t *testing.T) {
+		// ADVERSARIAL 61: the provider key is not in a command's environment.
+		h := newHarness(t, loomtest.Config{Turns: []loomtest.Turn{bash("c1", "env"), loomtest.Text("ok")}})
+		h.env["OPENAI_API_KEY"] = "sk-e2e-secret-value"
+		h.env["E2E_MARKER"] = "visible-value"
+		r := h.run("run", "--output", "jsonl", "env").want(t, 0)
+		res := ofType(lines(t, r.stdout), "tool_result")
+		if len(res) != 1 || !strings.Contains(fmt.Sprint(res[0]["content"]), "visible-value") {
+			t.Fatalf("env did not run: %v", res)
+		}
+		if strings.Contains(fmt.Sprint(res[0]["content"]), "sk-e2e-secret-value") {
+			t.Error("the API key reached the command's environment")
+		}
+	})
 	t.Run("approved with --yes", func(t *testing.T) {
 		h := newHarness(t, script())
 		h.run("run", "--yes", "make the file").want(t, 0)

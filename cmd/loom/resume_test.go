@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -44,7 +45,7 @@ func startedRunID(t *testing.T, r *running) string {
 // interrupted (ADVERSARIAL 39); loom resume goes on from there.
 func TestInterruptDuringTool(t *testing.T) {
 	h := newHarness(t, loomtest.Config{Turns: []loomtest.Turn{
-		bash("c1", "touch started && sleep 30"),
+		bash("c1", "touch started && sleep 37"),
 		loomtest.Text("resumed and finished"),
 	}})
 	r := h.start("run", "--yes", "--output", "jsonl", "wait a while")
@@ -64,6 +65,10 @@ func TestInterruptDuringTool(t *testing.T) {
 	tr := ofType(ls, "tool_result")
 	if len(tr) != 1 || tr[0]["is_error"] != true || !strings.Contains(fmt.Sprint(tr[0]["content"]), "interrupted") {
 		t.Errorf("the call was not answered as interrupted: %v", tr)
+	}
+	// The command's processes were killed with the turn.
+	if pids := processesRunning("sleep 37"); len(pids) > 0 {
+		t.Errorf("the interrupted command still runs: pids %v", pids)
 	}
 	if st := h.runsByID()[id]["status"]; st != "interrupted" {
 		t.Errorf("loom runs says %s is %v, want interrupted", id, st)
@@ -135,8 +140,10 @@ func TestResumeAfterKill(t *testing.T) {
 		}
 	})
 	t.Run("during a command", func(t *testing.T) {
+		// The killed loom cannot kill its command; the test does.
+		t.Cleanup(func() { killProcesses("sleep 29") })
 		h := newHarness(t, loomtest.Config{Turns: []loomtest.Turn{
-			bash("c1", "echo once >> effects.txt && sleep 30"),
+			bash("c1", "echo once >> effects.txt && sleep 29"),
 			loomtest.Text("done after the crash"),
 		}})
 		r := h.start("run", "--yes", "--output", "jsonl", "append")
@@ -271,3 +278,27 @@ func waitRequests(t *testing.T, srv *loomtest.Server, n int) {
 }
 
 var _ = agent.InterruptedMaybe
+
+// processesRunning returns the ids of the processes whose command line is
+// cmdline (from /proc; none where there is no /proc).
+func processesRunning(cmdline string) []int {
+	var pids []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && strings.Join(strings.Split(strings.TrimRight(string(b), "\x00"), "\x00"), " ") == cmdline {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+func killProcesses(cmdline string) {
+	for _, pid := range processesRunning(cmdline) {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
