@@ -83,16 +83,31 @@ func ResultSummary(name string, r llm.ToolResult) string {
 		return fmt.Sprintf("exit %s, %s of output", code, plural(n, "line"))
 	case "read_file":
 		return "read " + plural(strings.Count(content, "\n")+1, "line")
+	case "list_dir":
+		if m := entries.FindStringSubmatch(content); m != nil {
+			return m[1] + " entries"
+		}
+	case "glob", "grep":
+		if content != "" && !strings.HasPrefix(content, "No ") {
+			what := "line"
+			if name == "glob" {
+				what = "path"
+			}
+			return fmt.Sprintf("%s: %s", plural(strings.Count(content, "\n")+1, what), firstLine(content, 100))
+		}
 	}
 	if content == "" {
 		return "(empty)"
 	}
-	line := firstLine(content, 120)
-	if n := strings.Count(content, "\n"); n > 0 {
-		return fmt.Sprintf("%s (+%s)", line, plural(n, "line"))
+	first, rest, more := strings.Cut(strings.TrimLeft(content, " \t\n"), "\n")
+	line := firstLine(first, 120)
+	if more {
+		return fmt.Sprintf("%s (+%s)", line, plural(strings.Count(rest, "\n")+1, "line"))
 	}
 	return line
 }
+
+var entries = regexp.MustCompile(`^\S.* \((\d+) entries\):`)
 
 // firstLine returns the first non-empty line of s, made safe for a
 // terminal (see Sanitize), cut to max bytes (on a rune boundary) with an

@@ -86,7 +86,9 @@ func TestResultSummary(t *testing.T) {
 		{"bash", llm.ToolResult{Content: "[exit code 0]"}, "exit 0, no output", false},
 		{"bash", llm.ToolResult{Content: "FAIL x\n[exit code 1]", IsError: true}, "FAIL x …", true},
 		{"read_file", llm.ToolResult{Content: "     1\tpackage main\n     2\t\n"}, "read 2 lines", false},
-		{"glob", llm.ToolResult{Content: "a.go\nb.go\nc.go"}, "a.go … (+2 lines)", false},
+		{"glob", llm.ToolResult{Content: "a.go\nb.go\nc.go"}, "3 paths: a.go …", false},
+		{"list_dir", llm.ToolResult{Content: ". (2 entries):\nmain.go\ngo.mod\n"}, "2 entries", false},
+		{"srv_tool", llm.ToolResult{Content: "first\nsecond\nthird"}, "first (+2 lines)", false},
 		{"write_file", llm.ToolResult{Content: ""}, "(empty)", false},
 	} {
 		if got := ResultSummary(c.name, c.res); got != c.want {
