@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/cmd/loom/internal/ui"
@@ -23,6 +24,9 @@ import (
 )
 
 var errInterrupted = ui.ErrInterrupted
+
+// claimTTL is how long loom's claim on a run it drives lasts unless renewed.
+const claimTTL = 30 * time.Minute
 
 // notApproved is what the model reads when a call needing approval is
 // denied because nobody can be asked.
@@ -248,6 +252,10 @@ func (s *session) newAgent(system string) (*agent.Agent, error) {
 		Retry:            s.retry,
 		Store:            s.st,
 		Owner:            s.owner,
+		// A claim must outlast the longest step (a 10-minute command or
+		// model call) between renewals; a loom that was killed is noticed
+		// at once by ownerGone, so the claim need not lapse quickly.
+		ClaimTTL: claimTTL,
 	}), nil
 }
 
