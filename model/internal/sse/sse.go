@@ -35,7 +35,13 @@ const DefaultMaxLine = 32 << 20
 // bom is the UTF-8 byte order mark a stream may start with; it is skipped.
 const bom = "\xEF\xBB\xBF"
 
-// readChunk is how much is asked of the reader at a time.
+// firstBuf is the size of a decoder's first buffer: enough for the
+// events of a typical model stream, which are a few hundred bytes, so a
+// short stream costs little memory. The buffer doubles while a line does
+// not fit.
+const firstBuf = 4 << 10
+
+// readChunk is the slack over the bound the buffer may grow to.
 const readChunk = 32 << 10
 
 // ErrLineTooLong is matched (errors.Is) by the error for a line longer than
@@ -254,16 +260,16 @@ func (d *Decoder) tooLong() error {
 
 // fill reads once into the buffer, moving unread bytes to the front and
 // growing the buffer (by doubling, up to the bound plus one chunk) only
-// when it is full of one unfinished line.
+// when one unfinished line fills half of it.
 func (d *Decoder) fill() {
 	if d.start > 0 {
 		n := copy(d.buf, d.buf[d.start:d.end])
 		d.start, d.end = 0, n
 	}
-	if len(d.buf)-d.end < readChunk/2 {
+	if len(d.buf)-d.end <= len(d.buf)/2 {
 		size := 2 * len(d.buf)
-		if size < readChunk {
-			size = readChunk
+		if size < firstBuf {
+			size = firstBuf
 		}
 		if limit := d.max + readChunk; size >= d.max {
 			size = limit
