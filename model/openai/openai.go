@@ -250,8 +250,11 @@ func decodeResponse(op string, resp *http.Response, data []byte) (llm.Response, 
 		return llm.Response{}, err
 	}
 	var cr chatResponse
-	if err := json.Unmarshal(data, &cr); err != nil {
-		return llm.Response{}, wire.InvalidResponse(op, resp, data, err)
+	if !fastResponse(data, &cr) {
+		var err error
+		if cr, err = slowResponse(data); err != nil {
+			return llm.Response{}, wire.InvalidResponse(op, resp, data, err)
+		}
 	}
 	if len(cr.Error) > 0 && string(cr.Error) != "null" && len(cr.Choices) == 0 {
 		// Some compatible servers answer errors with 200.
@@ -262,6 +265,14 @@ func decodeResponse(op string, resp *http.Response, data []byte) (llm.Response, 
 		return llm.Response{}, wire.InvalidResponse(op, resp, data, errors.New("no choice with index 0"))
 	}
 	return r, nil
+}
+
+// slowResponse decodes a blocking body with encoding/json, for what the
+// fast path leaves to it.
+func slowResponse(data []byte) (chatResponse, error) {
+	var cr chatResponse
+	err := json.Unmarshal(data, &cr)
+	return cr, err
 }
 
 var errUsed = errors.New("openai: a stream can be ranged over only once; call Stream again for a new call")

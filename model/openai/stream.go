@@ -82,14 +82,11 @@ func (p *parser) feed(ev sse.Event, out []llm.Event) ([]llm.Event, error) {
 		return out, p.invalid(data, nil)
 	}
 	var c chunk
-	var err error
-	if p.started {
-		err = json.Unmarshal(data, &c.chunkBody)
-	} else {
-		err = json.Unmarshal(data, &c)
-	}
-	if err != nil {
-		return out, p.invalid(data, err)
+	if !fastChunk(data, &c, p.started) {
+		var err error
+		if c, err = slowChunk(data, p.started); err != nil {
+			return out, p.invalid(data, err)
+		}
 	}
 	if len(c.Error) > 0 && !bytes.Equal(c.Error, []byte("null")) {
 		return out, wire.StreamError(p.op, p.header, data)
@@ -114,6 +111,16 @@ func (p *parser) feed(ev sse.Event, out []llm.Event) ([]llm.Event, error) {
 		}
 	}
 	return out, nil
+}
+
+// slowChunk decodes a chunk with encoding/json, for what the fast path
+// leaves to it; with bodyOnly, id and model are not decoded.
+func slowChunk(data []byte, bodyOnly bool) (chunk, error) {
+	var c chunk
+	if bodyOnly {
+		return c, json.Unmarshal(data, &c.chunkBody)
+	}
+	return c, json.Unmarshal(data, &c)
 }
 
 func (p *parser) delta(ch *chunkChoice, out []llm.Event) ([]llm.Event, error) {
