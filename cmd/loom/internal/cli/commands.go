@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/loomkit/loom/store"
-	"github.com/loomkit/loom/tool/mcp"
 )
 
 // runCmd is "loom run [flags] PROMPT": one run, non-interactive.
@@ -98,8 +97,8 @@ func (a *app) resumeCmd(args []string) error {
 		saved.apply(o)
 	}
 	sc := sessionConfig{}
-	if ok && saved.ProjectMCP {
-		sc.trustProject = func([]mcp.ServerConfig) bool { return true }
+	if ok {
+		sc.projectMCP = &saved.ProjectMCP
 	}
 	s, err := a.newSession(ctx, o, sc)
 	if err != nil {

@@ -61,6 +61,9 @@ type sessionConfig struct {
 	trustProject func(servers []mcp.ServerConfig) bool
 	// approver is used instead of the one the flags choose.
 	approver func(s *session) agent.Approver
+	// projectMCP, when set, says whether to start the .mcp.json servers,
+	// whatever the flags say: a resumed run must get the tools it had.
+	projectMCP *bool
 }
 
 // newSession checks the configuration in the order a person fixes it
@@ -109,7 +112,10 @@ func (a *app) newSession(ctx context.Context, o *options, sc sessionConfig) (_ *
 	servers := plan.flags
 	if len(plan.project) > 0 {
 		trust := o.yes
-		if !trust && sc.trustProject != nil {
+		switch {
+		case sc.projectMCP != nil:
+			trust = *sc.projectMCP
+		case !trust && sc.trustProject != nil:
 			trust = sc.trustProject(plan.project)
 		}
 		if trust {

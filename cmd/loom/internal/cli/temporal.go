@@ -166,6 +166,9 @@ func queueOf(o *options) string {
 // temporalRun is "loom run --temporal HOST:PORT PROMPT": start a run on
 // Temporal and follow it to its end.
 func (a *app) temporalRun(o *options, prompt string) error {
+	if len(o.mcp) > 0 {
+		return usagef("Run MCP servers' tools in process (without --temporal).", "--mcp cannot be used with --temporal: the workers offer the coding tools only")
+	}
 	spec := o.model
 	if spec == "" {
 		spec = a.env.Getenv("LOOM_MODEL")
