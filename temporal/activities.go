@@ -160,6 +160,16 @@ type modelOutput struct {
 	// AnswerKey is the key under which the answer's message was stored,
 	// empty when it was not.
 	AnswerKey string `json:"answer_key,omitempty"`
+	// Approvals says, for the answer's calls of tools whose need for
+	// approval depends on the arguments, whether they need it: asked here
+	// because the tools live on the worker, and now saves an activity.
+	Approvals []callApproval `json:"approvals,omitempty"`
+}
+
+// callApproval is a tool's verdict on one call: does it need a decision.
+type callApproval struct {
+	Call  llm.ToolCall `json:"call"`
+	Needs bool         `json:"needs"`
 }
 
 func missingError(err error) error {
@@ -205,6 +215,13 @@ func (a *activities) Model(ctx context.Context, in modelInput) (modelOutput, err
 	// workflow's history and is never needed to interpret it.
 	resp.Raw = nil
 	out := modelOutput{Response: resp}
+	for _, c := range resp.ToolCalls() {
+		if t, ok := a.tools.Lookup(c.Name); ok {
+			if _, ok := t.(tool.Approvable); ok {
+				out.Approvals = append(out.Approvals, callApproval{Call: c, Needs: tool.NeedsApproval(t, c.Args())})
+			}
+		}
+	}
 	if !resp.Message.IsEmpty() {
 		if key, data, err := messageKey(resp.Message); err == nil && a.res.cache.put(ctx, key, data) == nil {
 			out.AnswerKey = key
@@ -286,23 +303,51 @@ type describeInput struct {
 	Tools []string `json:"tools,omitempty"`
 }
 
+// describeOutput is the describe activity's result.
+type describeOutput struct {
+	Specs []llm.ToolSpec `json:"specs"`
+	// ByArguments names the tools whose need for approval depends on a
+	// call's arguments (tool.Approvable): their specs say they need it,
+	// and the workflow asks the worker about each call.
+	ByArguments []string `json:"by_arguments,omitempty"`
+}
+
 // Describe checks that the worker has the model and the tools a run
 // names, and returns the tools' specs.
-func (a *activities) Describe(_ context.Context, in describeInput) ([]llm.ToolSpec, error) {
+func (a *activities) Describe(_ context.Context, in describeInput) (describeOutput, error) {
+	var out describeOutput
 	if _, ok := a.models[in.Model]; !ok {
 		ie := InputError{Field: "Model", Reason: fmt.Sprintf("no model %q in the worker's Registry", in.Model)}
-		return nil, appError(ie.Error(), ErrorTypeInput, ie)
+		return out, appError(ie.Error(), ErrorTypeInput, ie)
 	}
-	specs := make([]llm.ToolSpec, 0, len(in.Tools))
+	out.Specs = make([]llm.ToolSpec, 0, len(in.Tools))
 	for _, name := range in.Tools {
 		t, ok := a.tools.Lookup(name)
 		if !ok {
 			ie := InputError{Field: "Tools", Reason: fmt.Sprintf("no tool %q in the worker's Registry (it has %v)", name, a.tools.Names())}
-			return nil, appError(ie.Error(), ErrorTypeInput, ie)
+			return out, appError(ie.Error(), ErrorTypeInput, ie)
 		}
-		specs = append(specs, t.Spec())
+		spec := t.Spec()
+		if _, ok := t.(tool.Approvable); ok {
+			// As in-process: the machine asks by spec, and the calls
+			// whose arguments need none are approved on the spot.
+			spec.NeedsApproval = true
+			out.ByArguments = append(out.ByArguments, name)
+		}
+		out.Specs = append(out.Specs, spec)
 	}
-	return specs, nil
+	return out, nil
+}
+
+// NeedsApproval reports, for each call, whether its tool needs a decision
+// for its arguments (tool.NeedsApproval).
+func (a *activities) NeedsApproval(_ context.Context, calls []llm.ToolCall) ([]bool, error) {
+	out := make([]bool, len(calls))
+	for i, c := range calls {
+		t, ok := a.tools.Lookup(c.Name)
+		out[i] = !ok || tool.NeedsApproval(t, c.Args())
+	}
+	return out, nil
 }
 
 // loadInput is the load activity's argument.

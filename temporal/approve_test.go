@@ -2,10 +2,14 @@ package temporal
 
 import (
 	"context"
+
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"go.temporal.io/sdk/converter"
 
 	"github.com/loomkit/loom/llm"
 	"github.com/loomkit/loom/model"
@@ -119,7 +123,9 @@ func TestApprovalsByUpdate(t *testing.T) {
 		mustReject(u4, "unknown action")
 		mustReject(u5, "two decisions")
 		mustReject(u6, "no decisions")
-		if s := status(); len(s.Decided) != 1 || len(s.Approvals) != 1 || s.Decided[0].Action != run.Approved {
+		// e1 (echo) was approved on the spot: its tool needs no approval
+		// for its arguments.
+		if s := status(); len(s.Decided) != 2 || len(s.Approvals) != 1 || s.Decided[0].CallID != "a1" || s.Decided[1].CallID != "e1" {
 			t.Errorf("rejected updates changed the approval: %+v", s)
 		}
 		u7 = send("u7", run.Decision{CallID: "a2", Action: run.Edited, Arguments: `{"text":"y2"}`})
@@ -235,4 +241,73 @@ func TestApprovalAbort(t *testing.T) {
 	if removed.Load() != 0 || script.Calls() != 1 {
 		t.Fatalf("after an abort: %d removals, %d model calls", removed.Load(), script.Calls())
 	}
+}
+
+type pathIn struct {
+	Path string `json:"path"`
+}
+
+// Approval by arguments, as in-process: a write to main.go runs at once, a
+// write to .git/config waits for a decision; a repaired call is judged
+// again on a worker.
+func TestApprovalByArguments(t *testing.T) {
+	var wrote []string
+	var mu sync.Mutex
+	write := tool.Func("write", "Writes a file.", func(_ context.Context, in pathIn) (string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		wrote = append(wrote, in.Path)
+		return "wrote " + in.Path, nil
+	}, &tool.FuncOptions[pathIn]{ApprovalFor: func(in pathIn) bool { return strings.HasPrefix(in.Path, ".git/") }})
+	turns := func() []modeltest.Turn {
+		return []modeltest.Turn{
+			modeltest.ToolCalls(modeltest.Call("w1", "write", `{"path":"main.go"}`), modeltest.Call("w2", "write", `{"path":".git/config"}`), modeltest.Call("w3", "Write", `{"path":"b.go"}`)),
+			modeltest.Text("ok"),
+		}
+	}
+	tools := mustSet(t, write)
+	reg := Registry{Models: map[string]model.Model{"m": modeltest.NewScript(turns()...)}, Tools: tools}
+	env := newEnv(t, reg)
+	var asked int
+	env.SetOnActivityCompletedListener(func(info *activityInfo, _ converter.EncodedValue, _ error) {
+		if info.ActivityType.Name == ActivityApproval {
+			asked++
+		}
+	})
+	var waiting Status
+	env.RegisterDelayedCallback(func() {
+		v, err := env.QueryWorkflow(QueryStatus)
+		if err == nil {
+			err = v.Get(&waiting)
+		}
+		if err != nil {
+			t.Error(err)
+		}
+		env.UpdateWorkflow(UpdateApprove, "", &updateResult{}, []run.Decision{{CallID: "w2", Action: run.Denied, Reason: "hands off .git"}})
+	}, time.Minute)
+	in := Input{Model: "m", Tools: []string{"write"}, Run: run.Config{Prompt: llm.UserText("go"), MaxTurns: run.Turns(3)}}
+	env.ExecuteWorkflow(WorkflowName, in)
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	if len(waiting.Approvals) != 1 || waiting.Approvals[0].Call.ID != "w2" {
+		t.Fatalf("waiting for %+v, want w2 alone", waiting.Approvals)
+	}
+	if asked != 1 {
+		t.Fatalf("the worker was asked %d times; want once, for the repaired call", asked)
+	}
+	if strings.Join(wrote, " ") != "main.go b.go" {
+		t.Fatalf("wrote %v", wrote)
+	}
+	var res Result
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	ref, err := inProcess(t, modeltest.NewScript(turns()...), mustSet(t, write), in.Tools, in.Run, func(run.ApproveTools) []run.Decision {
+		return []run.Decision{{CallID: "w2", Action: run.Denied, Reason: "hands off .git"}}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameResponse(t, ref, res.Response)
 }

@@ -38,6 +38,7 @@ func (w *runner) carry() (*Continuation, error) {
 	}
 	c := &Continuation{
 		Transcript:     w.ts,
+		ByArguments:    w.byArgs,
 		InvalidRetries: w.invalidRetries,
 		Runs:           w.runs,
 		Events:         w.events.tail(),
@@ -134,6 +135,7 @@ func openSnapshot(snap []byte) (top, cfg map[string]json.RawMessage, err error) 
 // restore sets the run up from what the run before carried.
 func (w *runner) restore(c *Continuation) error {
 	w.ts = c.Transcript
+	w.byArgs = c.ByArguments
 	w.invalidRetries = c.InvalidRetries
 	w.runs = c.Runs + 1
 	w.events.events = append([]Event(nil), c.Events...)

@@ -114,7 +114,11 @@ func inProcess(t testing.TB, m model.Model, tools *tool.Set, names []string, cfg
 		if !ok {
 			t.Fatalf("no tool %q", n)
 		}
-		cfg.Tools = append(cfg.Tools, tl.Spec())
+		spec := tl.Spec()
+		if _, ok := tl.(tool.Approvable); ok {
+			spec.NeedsApproval = true // as the agent does: asked per call below
+		}
+		cfg.Tools = append(cfg.Tools, spec)
 	}
 	r := run.New(cfg)
 	retries := 0
@@ -138,7 +142,19 @@ func inProcess(t testing.TB, m model.Model, tools *tool.Set, names []string, cfg
 			}
 			err = r.Resolve(res)
 		case run.ApproveTools:
-			err = r.Approve(decide(s))
+			var ds []run.Decision
+			ask := run.ApproveTools{Turn: s.Turn}
+			for _, c := range s.Calls {
+				if tl, ok := tools.Lookup(c.Call.Name); ok && !tool.NeedsApproval(tl, c.Call.Args()) {
+					ds = append(ds, run.Decision{CallID: c.Call.ID, Action: run.Approved})
+				} else {
+					ask.Calls = append(ask.Calls, c)
+				}
+			}
+			if len(ask.Calls) > 0 {
+				ds = append(ds, decide(ask)...)
+			}
+			err = r.Approve(ds)
 		case run.CallTools:
 			results := make([]llm.ToolResult, len(s.Calls))
 			for i, c := range s.Calls {

@@ -14,17 +14,18 @@ import (
 // are registered. They are part of the contract between clients, workers
 // and recorded histories: renaming one breaks running workflows.
 const (
-	WorkflowName    = "loom.Run"
-	ActivityModel   = "loom.model"
-	ActivityTool    = "loom.tool"
-	ActivityTools   = "loom.describe"
-	ActivityLoad    = "loom.load"
-	QueryStatus     = "loom.status"
-	QueryEvents     = "loom.events"
-	QueryMessages   = "loom.messages"
-	UpdateApprove   = "loom.approve"
-	DefaultQueue    = "loom"
-	defaultCarryMax = 1 << 20
+	WorkflowName     = "loom.Run"
+	ActivityModel    = "loom.model"
+	ActivityTool     = "loom.tool"
+	ActivityTools    = "loom.describe"
+	ActivityApproval = "loom.needs_approval"
+	ActivityLoad     = "loom.load"
+	QueryStatus      = "loom.status"
+	QueryEvents      = "loom.events"
+	QueryMessages    = "loom.messages"
+	UpdateApprove    = "loom.approve"
+	DefaultQueue     = "loom"
+	defaultCarryMax  = 1 << 20
 )
 
 // Input starts a run: which model and tools of the workers' Registry to
@@ -169,6 +170,7 @@ type Continuation struct {
 	Messages []msgRef        `json:"messages,omitempty"`
 
 	Transcript     transcriptState `json:"transcript,omitzero"`
+	ByArguments    []string        `json:"by_arguments,omitempty"`
 	InvalidRetries int             `json:"invalid_retries,omitempty"`
 	Runs           int             `json:"runs"`
 	Events         []Event         `json:"events,omitempty"`

@@ -18,7 +18,7 @@ import (
 // fail.
 
 // serverClient returns a client of the test server, closed when t ends.
-func serverClient(t testing.TB) client.Client {
+func serverClient(t *testing.T) client.Client {
 	t.Helper()
 	addr := os.Getenv("LOOM_TEMPORAL_ADDR")
 	if addr == "" {
@@ -28,6 +28,9 @@ func serverClient(t testing.TB) client.Client {
 		}
 		t.Skip(msg)
 	}
+	// Server tests wait on the server more than they work: they run in
+	// parallel with each other (each has task queues of its own).
+	t.Parallel()
 	c, err := client.Dial(client.Options{HostPort: addr, Logger: quietLogger{}})
 	if err != nil {
 		t.Fatalf("connecting to the Temporal server at %s: %v", addr, err)

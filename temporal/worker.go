@@ -69,5 +69,6 @@ func (a *activities) register(r worker.ActivityRegistry) {
 	r.RegisterActivityWithOptions(a.Model, activity.RegisterOptions{Name: ActivityModel})
 	r.RegisterActivityWithOptions(a.Tool, activity.RegisterOptions{Name: ActivityTool})
 	r.RegisterActivityWithOptions(a.Describe, activity.RegisterOptions{Name: ActivityTools})
+	r.RegisterActivityWithOptions(a.NeedsApproval, activity.RegisterOptions{Name: ActivityApproval})
 	r.RegisterActivityWithOptions(a.Load, activity.RegisterOptions{Name: ActivityLoad})
 }

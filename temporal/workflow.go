@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -36,6 +37,8 @@ type runner struct {
 	decided        []string // call ids decided in this workflow run
 	running        []llm.ToolCall
 	failure        string
+	byArgs         []string       // tools whose calls need approval by their arguments
+	verdicts       []callApproval // their verdicts on the calls of the last answer
 	// The history's size and length when the loop started (after the
 	// carried state was loaded).
 	startSize, startLength int
@@ -79,12 +82,13 @@ func (w *runner) setup() error {
 		StartToCloseTimeout: time.Minute,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumAttempts: 5, NonRetryableErrorTypes: []string{ErrorTypeInput}},
 	})
-	var specs []llm.ToolSpec
-	if err := workflow.ExecuteActivity(actx, ActivityTools, describeInput{Model: w.in.Model, Tools: w.in.Tools}).Get(w.ctx, &specs); err != nil {
+	var d describeOutput
+	if err := workflow.ExecuteActivity(actx, ActivityTools, describeInput{Model: w.in.Model, Tools: w.in.Tools}).Get(w.ctx, &d); err != nil {
 		return err
 	}
+	w.byArgs = d.ByArguments
 	cfg := w.in.Run
-	cfg.Tools = specs
+	cfg.Tools = d.Specs
 	w.r = run.New(cfg)
 	return nil
 }
@@ -273,6 +277,7 @@ func (w *runner) callModel(s run.CallModel) error {
 	if err := w.r.ModelResponse(out.Response); err != nil {
 		return err
 	}
+	w.verdicts = out.Approvals
 	resp := out.Response
 	w.emit(Event{Kind: EventModelAnswer, Turn: s.Turn, Text: resp.Text(), Calls: resp.ToolCalls(), Usage: resp.Usage})
 	return nil
@@ -494,8 +499,14 @@ func (a *approvalWait) received() []run.Decision {
 // the UpdateApprove update), or for ApprovalTimeout, and feeds them.
 func (w *runner) awaitApproval(s run.ApproveTools) error {
 	a := &approvalWait{turn: s.Turn, calls: s.Calls, decisions: make([]*run.Decision, len(s.Calls))}
+	if err := w.autoApprove(a); err != nil {
+		return err
+	}
+	if a.complete() {
+		return w.applyApproval(a)
+	}
 	w.approval = a
-	w.emit(Event{Kind: EventApproval, Turn: s.Turn, Pending: s.Calls})
+	w.emit(Event{Kind: EventApproval, Turn: s.Turn, Pending: a.undecided()})
 	var err error
 	timedOut := false
 	if w.opts.ApprovalTimeout > 0 {
@@ -518,6 +529,61 @@ func (w *runner) awaitApproval(s run.ApproveTools) error {
 		}
 	}
 	return w.applyApproval(a)
+}
+
+// autoApprove approves the calls of a whose tools say their arguments
+// need no decision, as the in-process agent does: the verdicts came with
+// the model's answer, or are asked of a worker (the tools live there).
+// These approvals are not events: nobody decided.
+func (w *runner) autoApprove(a *approvalWait) error {
+	var ask []llm.ToolCall
+	var at []int
+	for i, c := range a.calls {
+		if !slices.Contains(w.byArgs, c.Call.Name) {
+			continue
+		}
+		if v, ok := w.verdict(c.Call); ok {
+			if !v {
+				a.decisions[i] = &run.Decision{CallID: c.Call.ID, Action: run.Approved}
+			}
+			continue
+		}
+		ask = append(ask, c.Call)
+		at = append(at, i)
+	}
+	if len(ask) == 0 {
+		return nil
+	}
+	actx := workflow.WithActivityOptions(w.ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumAttempts: 5},
+	})
+	var needs []bool
+	if err := workflow.ExecuteActivity(actx, ActivityApproval, ask).Get(w.ctx, &needs); err != nil {
+		if w.ctx.Err() != nil {
+			return errCancelled
+		}
+		return err
+	}
+	for j, i := range at {
+		if j < len(needs) && !needs[j] {
+			a.decisions[i] = &run.Decision{CallID: a.calls[i].Call.ID, Action: run.Approved}
+		}
+	}
+	return nil
+}
+
+// verdict returns what the model activity's worker said about call: found
+// when the call is the one the model made (same id, name and arguments);
+// a repaired call is asked about again.
+func (w *runner) verdict(call llm.ToolCall) (needs, ok bool) {
+	for _, v := range w.verdicts {
+		c := v.Call
+		if (c.ID == call.ID || c.ID != "" && c.ID == call.ProviderID) && c.Name == call.Name && c.Arguments == call.Arguments {
+			return v.Needs, true
+		}
+	}
+	return false, false
 }
 
 func (w *runner) applyApproval(a *approvalWait) error {
