@@ -64,7 +64,11 @@
 // # Approvals
 //
 // Calls of tools whose spec needs approval wait for decisions sent by
-// Approve (the UpdateApprove update). Its validator accepts only
+// Approve (the UpdateApprove update; ParseDecision reads the decisions of
+// `loom approve RUN_ID ...`). As in-process, a tool whose need depends on
+// the arguments (tool.Approvable) is asked about each call, on the worker
+// that got the model's answer: calls that need no decision are approved
+// at once, the others wait. Its validator accepts only
 // decisions for calls that wait and have none yet, each once, with a known
 // action and well-formed edited arguments; anything else is a
 // *RejectedError and changes nothing (rejected updates are not even
