@@ -140,10 +140,17 @@
 // limited to 4 MB answers; the store is simpler and faster.
 //
 // Measured (TestBoundedHistory200Turns, TestServerBoundedHistory200Turns):
-// 200 turns with 5 KB tool results take about 12 KB of history per turn
-// (a tool result once as a result, once in the final result, and the
-// turn's overhead), 3 workflow runs and about 4 MB of history in all, the
-// largest payload being the 1 MB final result.
+// 200 turns with 5 KB tool results take about 12 KB of payload per turn
+// (the tool result once as the activity's result and once in the final
+// result, and the turn's own), the same at 20 turns as at 80; with
+// continue-as-new at 512 KB, 3 workflow runs and under 4 MB of payloads
+// in all, the largest payload being the 1 MB final result. On the dev
+// server, with continue-as-new at 1,000 events: 3 runs, 4.2 MB of history.
+//
+// The workflow holds the whole run in memory, as a driver must (the
+// machine needs it), so a continued run restores its transcript in one
+// workflow task: JSON at roughly 10 MB/s here, well within the default
+// 1 s deadlock timeout for the few megabytes a model's context can hold.
 //
 // # Results and failures
 //

@@ -46,11 +46,13 @@ func (k EventKind) Terminal() bool {
 
 // PreviewBytes is how much text an Event carries at most; the whole of it
 // is in the run's result.
-const PreviewBytes = 2048
+const PreviewBytes = 1024
 
 // Event is one step of a run's progress, as Handle.Progress yields it.
 // Seq numbers events from 1 across the whole workflow, continue-as-new
-// included.
+// included. Texts, results and arguments are previews, cut to
+// PreviewBytes; the run's result has them whole. Progress is reported per
+// step: a model's answer comes whole, not as a stream of tokens.
 type Event struct {
 	Seq      int64             `json:"seq"`
 	Kind     EventKind         `json:"kind"`
@@ -101,7 +103,7 @@ type Status struct {
 }
 
 const (
-	keepEvents  = 512 // events kept for queries
+	keepEvents  = 256 // events kept for queries
 	carryEvents = 32  // events carried over continue-as-new
 )
 
@@ -122,6 +124,28 @@ func (l *eventLog) add(e Event) {
 		r := *e.Result
 		r.Content = preview(r.Content)
 		e.Result = &r
+	}
+	if e.Call != nil {
+		c := *e.Call
+		c.Arguments = preview(c.Arguments)
+		e.Call = &c
+	}
+	if len(e.Calls) > 0 {
+		calls := make([]llm.ToolCall, len(e.Calls))
+		for i, c := range e.Calls {
+			c.Arguments = preview(c.Arguments)
+			calls[i] = c
+		}
+		e.Calls = calls
+	}
+	if len(e.Pending) > 0 {
+		pending := make([]run.PendingCall, len(e.Pending))
+		for i, p := range e.Pending {
+			p.Call.Arguments = preview(p.Call.Arguments)
+			p.Spec.Schema = nil // the model's business, and large
+			pending[i] = p
+		}
+		e.Pending = pending
 	}
 	l.events = append(l.events, e)
 	if len(l.events) > keepEvents {
