@@ -24,19 +24,19 @@ func (w *runner) continueAsNew() (Result, error) {
 	if err != nil {
 		return w.fail(err)
 	}
-	next := Input{Model: w.in.Model, Tools: w.in.Tools, Options: w.in.Options, Resume: c}
+	next := Input{Model: w.in.Model, Tools: w.in.Tools, Options: w.in.Options, Resume: &Continuation{state: *c}}
 	return Result{}, workflow.NewContinueAsNewError(w.ctx, WorkflowName, next)
 }
 
 // carry returns what the next run needs: the run's snapshot inline when it
 // is small, else its skeleton with the messages by key where the store
 // holds them.
-func (w *runner) carry() (*Continuation, error) {
+func (w *runner) carry() (*carryState, error) {
 	snap, err := json.Marshal(w.r)
 	if err != nil {
 		return nil, err
 	}
-	c := &Continuation{
+	c := &carryState{
 		Transcript:     w.ts,
 		ByArguments:    w.byArgs,
 		InvalidRetries: w.invalidRetries,
@@ -133,7 +133,8 @@ func openSnapshot(snap []byte) (top, cfg map[string]json.RawMessage, err error) 
 }
 
 // restore sets the run up from what the run before carried.
-func (w *runner) restore(c *Continuation) error {
+func (w *runner) restore(cont *Continuation) error {
+	c := &cont.state
 	w.ts = c.Transcript
 	w.byArgs = c.ByArguments
 	w.invalidRetries = c.InvalidRetries

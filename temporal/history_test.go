@@ -285,7 +285,7 @@ func TestMissingBlobsResent(t *testing.T) {
 	env := newBareEnv(t)
 	RegisterWorkflow(env)
 	env.RegisterActivityWithOptions(a.Tool, activityOptions(ActivityTool))
-	env.RegisterActivityWithOptions(a.Describe, activityOptions(ActivityTools))
+	env.RegisterActivityWithOptions(a.Describe, activityOptions(ActivityDescribe))
 	env.RegisterActivityWithOptions(a.NeedsApproval, activityOptions(ActivityApproval))
 	env.RegisterActivityWithOptions(func(ctx context.Context, in modelInput) (modelOutput, error) {
 		if n.Add(1)%2 == 0 {

@@ -17,7 +17,7 @@ const (
 	WorkflowName     = "loom.Run"
 	ActivityModel    = "loom.model"
 	ActivityTool     = "loom.tool"
-	ActivityTools    = "loom.describe"
+	ActivityDescribe = "loom.describe"
 	ActivityApproval = "loom.needs_approval"
 	ActivityLoad     = "loom.load"
 	QueryStatus      = "loom.status"
@@ -157,9 +157,21 @@ func (in Input) Validate() error {
 }
 
 // Continuation is what a run carries into the next run of its workflow
-// when it continues as new. It is written and read by the workflow only;
-// its shape may change between versions of this package.
+// when it continues as new (Input.Resume). The workflow writes and reads
+// it; its content is opaque and may change between versions of this
+// package.
 type Continuation struct {
+	state carryState
+}
+
+// MarshalJSON encodes the carried state.
+func (c Continuation) MarshalJSON() ([]byte, error) { return json.Marshal(c.state) }
+
+// UnmarshalJSON decodes the carried state.
+func (c *Continuation) UnmarshalJSON(data []byte) error { return json.Unmarshal(data, &c.state) }
+
+// carryState is the content of a Continuation.
+type carryState struct {
 	// Snapshot is the run's snapshot, when carried inline.
 	Snapshot json.RawMessage `json:"snapshot,omitempty"`
 	// Skeleton is the snapshot without its messages, which are in

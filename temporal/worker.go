@@ -68,7 +68,7 @@ func RegisterWorkflow(r worker.WorkflowRegistry) {
 func (a *activities) register(r worker.ActivityRegistry) {
 	r.RegisterActivityWithOptions(a.Model, activity.RegisterOptions{Name: ActivityModel})
 	r.RegisterActivityWithOptions(a.Tool, activity.RegisterOptions{Name: ActivityTool})
-	r.RegisterActivityWithOptions(a.Describe, activity.RegisterOptions{Name: ActivityTools})
+	r.RegisterActivityWithOptions(a.Describe, activity.RegisterOptions{Name: ActivityDescribe})
 	r.RegisterActivityWithOptions(a.NeedsApproval, activity.RegisterOptions{Name: ActivityApproval})
 	r.RegisterActivityWithOptions(a.Load, activity.RegisterOptions{Name: ActivityLoad})
 }

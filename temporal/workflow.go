@@ -83,7 +83,7 @@ func (w *runner) setup() error {
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumAttempts: 5, NonRetryableErrorTypes: []string{ErrorTypeInput}},
 	})
 	var d describeOutput
-	if err := workflow.ExecuteActivity(actx, ActivityTools, describeInput{Model: w.in.Model, Tools: w.in.Tools}).Get(w.ctx, &d); err != nil {
+	if err := workflow.ExecuteActivity(actx, ActivityDescribe, describeInput{Model: w.in.Model, Tools: w.in.Tools}).Get(w.ctx, &d); err != nil {
 		return err
 	}
 	w.byArgs = d.ByArguments
