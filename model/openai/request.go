@@ -101,11 +101,38 @@ func badRequest(op, msg string, cause error) error {
 
 // encodeRequest checks req and encodes it as one JSON body, in one pass.
 func (m *Model) encodeRequest(op string, req llm.Request, stream bool) ([]byte, error) {
+	body, err := m.buildBody(op, req, stream)
+	if err != nil {
+		return nil, err
+	}
+	out, err := appendRequest(make([]byte, 0, m.sizeHint(req)), &body)
+	if err != nil {
+		// What the fast encoder does not handle, encoding/json does (or
+		// refuses with its own error).
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(&body); err != nil {
+			return nil, badRequest(op, "the request cannot be encoded as JSON", err)
+		}
+		out = bytes.TrimRight(buf.Bytes(), "\n")
+	}
+	if len(m.extraJSON) > 0 {
+		// Splice the pre-encoded extra fields in before the closing brace.
+		out = append(out[:len(out)-1], ',')
+		out = append(out, m.extraJSON...)
+		out = append(out, '}')
+	}
+	return out, nil
+}
+
+// buildBody checks req and maps it to the request body.
+func (m *Model) buildBody(op string, req llm.Request, stream bool) (chatRequest, error) {
 	if m.extraErr != nil {
-		return nil, badRequest(op, "Config.ExtraBody cannot be encoded as JSON", m.extraErr)
+		return chatRequest{}, badRequest(op, "Config.ExtraBody cannot be encoded as JSON", m.extraErr)
 	}
 	if err := llm.CheckHistory(req.Messages); err != nil {
-		return nil, badRequest(op, "the history would be rejected by the API; nothing was sent", err)
+		return chatRequest{}, badRequest(op, "the history would be rejected by the API; nothing was sent", err)
 	}
 	body := chatRequest{
 		Model:       req.Model,
@@ -117,7 +144,7 @@ func (m *Model) encodeRequest(op string, req llm.Request, stream bool) ([]byte, 
 		body.Model = m.cfg.Model
 	}
 	if body.Model == "" && !m.extra["model"] {
-		return nil, badRequest(op, "no model named: set llm.Request.Model or openai.Config.Model", nil)
+		return chatRequest{}, badRequest(op, "no model named: set llm.Request.Model or openai.Config.Model", nil)
 	}
 	maxTokens := req.MaxTokens
 	if maxTokens <= 0 {
@@ -131,7 +158,7 @@ func (m *Model) encodeRequest(op string, req llm.Request, stream bool) ([]byte, 
 
 	msgs, err := messages(req)
 	if err != nil {
-		return nil, badRequest(op, err.Error(), err)
+		return chatRequest{}, badRequest(op, err.Error(), err)
 	}
 	body.Messages = msgs
 
@@ -146,7 +173,7 @@ func (m *Model) encodeRequest(op string, req llm.Request, stream bool) ([]byte, 
 		}
 	}
 	if _, err := req.ToolChoice.Allowed(req.Tools); err != nil {
-		return nil, badRequest(op, "tool choice: "+err.Error(), err)
+		return chatRequest{}, badRequest(op, "tool choice: "+err.Error(), err)
 	}
 	switch req.ToolChoice.Mode {
 	case llm.ToolRequired:
@@ -175,22 +202,7 @@ func (m *Model) encodeRequest(op string, req llm.Request, stream bool) ([]byte, 
 		body.StreamOptions = &streamOptions{IncludeUsage: true}
 	}
 	m.dropOverridden(&body)
-
-	var buf bytes.Buffer
-	buf.Grow(m.sizeHint(req))
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(&body); err != nil {
-		return nil, badRequest(op, "the request cannot be encoded as JSON", err)
-	}
-	out := bytes.TrimRight(buf.Bytes(), "\n")
-	if len(m.extraJSON) > 0 {
-		// Splice the pre-encoded extra fields in before the closing brace.
-		out = append(out[:len(out)-1], ',')
-		out = append(out, m.extraJSON...)
-		out = append(out, '}')
-	}
-	return out, nil
+	return body, nil
 }
 
 // sizeHint guesses the encoded size so the buffer grows once or not at all.
