@@ -1,6 +1,7 @@
 package temporal
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/model/modeltest"
 	"github.com/loomkit/loom/run"
+	"github.com/loomkit/loom/tool"
 )
 
 func parityTurns() []modeltest.Turn {
@@ -254,5 +256,50 @@ func TestServerProgressAfterWorkersLeft(t *testing.T) {
 	}
 	if len(events) != 1 || events[0].Kind != EventDone || events[0].Text != "bye" || events[0].Usage.OutputTokens != 1 {
 		t.Fatalf("events %+v", events)
+	}
+}
+
+// A tool attempt that timed out after it started is not repeated for a
+// destructive tool (the call is answered with WorkerLost) and is repeated
+// for a read-only one: the intent heartbeat of the first attempt tells the
+// second. (The SDK's test environment does not retry timed out attempts,
+// so this runs on a server.)
+func TestServerTimedOutToolAttempt(t *testing.T) {
+	c := serverClient(t)
+	for _, tc := range []struct {
+		effect llm.Effect
+		starts int
+		result string
+	}{
+		{llm.EffectDestructive, 1, WorkerLost},
+		{llm.EffectReadOnly, 2, "second try"},
+	} {
+		t.Run(tc.effect.String(), func(t *testing.T) {
+			var starts atomic.Int64
+			slow := tool.Func("slow", "Hangs the first time.", func(ctx context.Context, in textIn) (string, error) {
+				if starts.Add(1) == 1 {
+					<-ctx.Done() // the attempt times out
+					return "", ctx.Err()
+				}
+				return "second try", nil
+			}, &tool.FuncOptions[textIn]{Effect: tc.effect})
+			script := modeltest.NewScript(modeltest.ToolCalls(modeltest.Call("c1", "slow", `{"text":"x"}`)), modeltest.Text("ok"))
+			queue := queueName(t)
+			startWorker(t, c, queue, Registry{Models: map[string]model.Model{"m": script}, Tools: mustSet(t, slow)})
+			in := Input{Model: "m", Tools: []string{"slow"}, Run: run.Config{Prompt: llm.UserText("go"), MaxTurns: run.Turns(2)}, Options: fastOptions()}
+			in.Options.ToolTimeout = time.Second
+			ctx := testContext(t, time.Minute)
+			h, err := Start(ctx, c, in, client.StartWorkflowOptions{TaskQueue: queue})
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := h.Result(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := resp.Messages[2].ToolResults()[0].Content; got != tc.result || starts.Load() != int64(tc.starts) {
+				t.Fatalf("result %q after %d starts, want %q after %d", got, starts.Load(), tc.result, tc.starts)
+			}
+		})
 	}
 }
