@@ -34,6 +34,9 @@ import (
 // run, which a busy machine disturbs less than the wall time.
 //
 //	go test -run '^$' -bench 'ToolLoop' -benchmem -benchtime 200x ./agent/
+//
+// BenchmarkToolLoopRatio reports the sequential ratios themselves, from
+// interleaved runs.
 
 const loopTurns = 10
 
@@ -409,6 +412,65 @@ func BenchmarkToolLoopLongHistory(b *testing.B) {
 			}
 			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
 		})
+	}
+}
+
+// BenchmarkToolLoopRatio measures the ratios directly: each iteration
+// runs the loop through the agent and through its hand-written baseline,
+// one right after the other (alternating which goes first), and the
+// benchmark reports agent time / baseline time over all iterations as
+// "ratio". A busy machine slows both sides of every pair alike, so the
+// ratio is much steadier than one computed from separate benchmarks.
+func BenchmarkToolLoopRatio(b *testing.B) {
+	srv := loopServer()
+	defer srv.Close()
+	client := benchClient()
+	for _, prior := range []int{0, 200} {
+		var fns map[string]loopFunc
+		if prior == 0 {
+			fns = loops(b, srv, client, nil)
+		} else {
+			fns = loops(b, srv, client, history(prior))
+		}
+		for _, pair := range [][2]string{{"run", "baseline"}, {"stream", "baseline-stream"}} {
+			name := pair[0]
+			if prior > 0 {
+				name += "-history" + strconv.Itoa(prior)
+			}
+			b.Run(name, func(b *testing.B) {
+				ctx := context.Background()
+				agentLoop, baseLoop := fns[pair[0]], fns[pair[1]]
+				for _, f := range []loopFunc{agentLoop, baseLoop} {
+					if err := f(ctx); err != nil {
+						b.Fatal(err)
+					}
+				}
+				var agentTime, baseTime time.Duration
+				i := 0
+				for b.Loop() {
+					first, second := agentLoop, baseLoop
+					if i%2 == 1 {
+						first, second = baseLoop, agentLoop
+					}
+					t0 := time.Now()
+					if err := first(ctx); err != nil {
+						b.Fatal(err)
+					}
+					t1 := time.Now()
+					if err := second(ctx); err != nil {
+						b.Fatal(err)
+					}
+					t2 := time.Now()
+					if i%2 == 0 {
+						agentTime, baseTime = agentTime+t1.Sub(t0), baseTime+t2.Sub(t1)
+					} else {
+						baseTime, agentTime = baseTime+t1.Sub(t0), agentTime+t2.Sub(t1)
+					}
+					i++
+				}
+				b.ReportMetric(float64(agentTime)/float64(baseTime), "ratio")
+			})
+		}
 	}
 }
 
