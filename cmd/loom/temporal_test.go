@@ -69,7 +69,11 @@ func TestTemporalRun(t *testing.T) {
 func TestTemporalApprove(t *testing.T) {
 	addr := temporalAddr(t)
 	h := newHarness(t, loomtest.Config{Turns: []loomtest.Turn{
-		bash("c1", "touch approved-later"),
+		loomtest.ToolCalls(
+			loomtest.Call("c1", "bash", `{"command":"touch approved-later"}`),
+			loomtest.Call("c2", "bash", `{"command":"touch denied-later"}`),
+			loomtest.Call("c3", "bash", `{"command":"echo needs no approval"}`),
+		),
 		loomtest.Text("Approved from elsewhere."),
 	}})
 	queue := h.startWorker(addr)
@@ -80,8 +84,11 @@ func TestTemporalApprove(t *testing.T) {
 	}
 	_, stderr := r.output()
 	id := runIDFrom(t, stderr)
-	a := h.run("approve", "--temporal", addr, id).want(t, 0)
-	if !strings.Contains(a.stderr, "approved 1 call") {
+	// c3 (echo) needed no approval; deciding about it is refused.
+	h.run("approve", "--temporal", addr, id, "c3").want(t, 2)
+	h.run("approve", "--temporal", addr, id, "c2=maybe").want(t, 2)
+	a := h.run("approve", "--temporal", addr, id, "c1", "c2=deny:not in this directory").want(t, 0)
+	if !strings.Contains(a.stderr, "sent 2 decision(s)") {
 		t.Errorf("loom approve said:\n%s", a)
 	}
 	res := r.wait(t).want(t, 0)
@@ -90,6 +97,12 @@ func TestTemporalApprove(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(h.ws, "approved-later")); err != nil {
 		t.Error("the approved command did not run")
+	}
+	if _, err := os.Stat(filepath.Join(h.ws, "denied-later")); err == nil {
+		t.Error("the denied command ran")
+	}
+	if got := h.requestText(1); !strings.Contains(got, "not in this directory") || !strings.Contains(got, "needs no approval") {
+		t.Errorf("the model did not get the denial's reason and the free call's output:\n%s", got)
 	}
 	// A second decision about the same call is refused.
 	h.run("approve", "--temporal", addr, id).want(t, 2)

@@ -68,7 +68,7 @@ func (a *app) helpCmd(args []string) error {
 	case "worker":
 		fmt.Fprintf(out, "Usage: loom worker --temporal HOST:PORT [flags]\n\nRuns a Temporal worker that executes the model and tool calls of runs started with loom run --temporal, with the model's key from the environment.\n\n%s", flagHelp(workerFlags(&options{})))
 	case "approve":
-		fmt.Fprint(out, "Usage: loom approve --temporal HOST:PORT RUN_ID [--deny] [--reason TEXT] [CALL_ID...]\n\nApproves (or with --deny denies) the calls a run on Temporal waits for: the CALL_IDs given, or all of them.\n")
+		fmt.Fprint(out, "Usage: loom approve --temporal HOST:PORT [--deny] [--reason TEXT] RUN_ID [DECISION...]\n\nDecides about the calls a run on Temporal waits for. A DECISION is CALL_ID (approve it; deny it with --deny), CALL_ID=approve, CALL_ID=deny:REASON, CALL_ID=abort:REASON or CALL_ID=edit:{...} (run it with these JSON arguments). Without decisions, every waiting call is approved (or, with --deny, denied).\n")
 	case "version", "help":
 		fmt.Fprintf(out, "Usage: loom %s\n", args[0])
 	default:

@@ -28,15 +28,11 @@ import (
 //
 //	loom worker --temporal HOST:PORT     runs the workflow and its activities
 //	loom run --temporal HOST:PORT ...    starts a run and shows its progress
-//	loom approve --temporal HOST:PORT RUN_ID [CALL_ID...]
+//	loom approve --temporal HOST:PORT RUN_ID [DECISION...]
 //
-// The workflow asks for approval of the calls whose tool spec says so. The
-// in-process agent also asks tools that decide per call (tool.Approvable:
-// bash asks about a script but not about ls); the worker therefore
-// advertises those tools as needing approval, and loom run --temporal
-// approves at once the calls whose arguments need none, judging them with
-// the same tools. Calls that do need approval are approved with --yes, or
-// wait for loom approve.
+// The workflow asks for approval as the in-process agent does (by spec,
+// and per call for tools that judge their arguments); loom run --temporal
+// approves what waits with --yes, and otherwise leaves it to loom approve.
 
 // dialTemporal connects to the Temporal server at addr.
 func (a *app) dialTemporal(ctx context.Context, addr string) (client.Client, error) {
@@ -48,28 +44,6 @@ func (a *app) dialTemporal(ctx context.Context, addr string) (client.Client, err
 		return nil, usagef("Start one with: temporal server start-dev, or give --temporal the address of yours.", "cannot reach the Temporal server at %s: %v", addr, err)
 	}
 	return c, nil
-}
-
-// approvalSpecs marks the tools that decide about approval per call
-// (tool.Approvable) as needing it, for the workflow, which reads specs
-// only.
-type approvalSpec struct{ tool.Tool }
-
-func (t approvalSpec) Spec() llm.ToolSpec {
-	s := t.Tool.Spec()
-	s.NeedsApproval = true
-	return s
-}
-
-func workflowTools(ts []tool.Tool) []tool.Tool {
-	out := make([]tool.Tool, len(ts))
-	for i, t := range ts {
-		if _, ok := t.(tool.Approvable); ok {
-			t = approvalSpec{t}
-		}
-		out[i] = t
-	}
-	return out
 }
 
 // blobsDir is where the workers of this machine keep run transcripts.
@@ -119,7 +93,7 @@ func (a *app) workerCmd(args []string) error {
 		return err
 	}
 	defer tb.close()
-	set, err := tool.NewSet(workflowTools(tb.coding())...)
+	set, err := tool.NewSet(tb.coding()...)
 	if err != nil {
 		return err
 	}
@@ -275,21 +249,16 @@ func (a *app) temporalRun(o *options, prompt string) error {
 	return nil
 }
 
-// decide answers an approval request of a run on Temporal: calls whose
-// arguments need no approval at once, the others with --yes; without it
-// they wait for loom approve.
+// decide answers an approval request of a run on Temporal: with --yes
+// every call is approved; without it they wait for loom approve.
 func (a *app) decide(ctx context.Context, s *session, h *temporal.Handle, o *options, pending []run.PendingCall, calls map[string]llm.ToolCall) {
 	var ds []run.Decision
 	var waiting []string
 	for _, p := range pending {
 		calls[p.Call.ID] = p.Call
-		t, ok := s.tb.lookup(p.Call.Name)
-		switch {
-		case ok && !tool.NeedsApproval(t, p.Call.Args()):
+		if o.yes {
 			ds = append(ds, run.Decision{CallID: p.Call.ID, Action: run.Approved})
-		case o.yes:
-			ds = append(ds, run.Decision{CallID: p.Call.ID, Action: run.Approved})
-		default:
+		} else {
 			waiting = append(waiting, p.Call.ID)
 		}
 	}
@@ -299,19 +268,9 @@ func (a *app) decide(ctx context.Context, s *session, h *temporal.Handle, o *opt
 		}
 	}
 	if len(waiting) > 0 {
-		s.warn(fmt.Sprintf("the run waits for approval of %s; decide with: loom approve --temporal %s %s [--deny]",
+		s.warn(fmt.Sprintf("the run waits for approval of %s; decide with: loom approve --temporal %s %s [CALL_ID=deny:REASON ...]",
 			strings.Join(waiting, ", "), o.temporal, h.WorkflowID))
 	}
-}
-
-// lookup returns the coding tool called name.
-func (tb *toolbox) lookup(name string) (tool.Tool, bool) {
-	for _, t := range tb.coding() {
-		if t.Spec().Name == name {
-			return t, true
-		}
-	}
-	return nil, false
 }
 
 // approveCmd is "loom approve --temporal HOST:PORT RUN_ID [CALL_ID...]".
@@ -343,45 +302,57 @@ func (a *app) approveCmd(args []string) error {
 	if err != nil {
 		return fmt.Errorf("cannot ask run %s where it is: %w", pos[0], err)
 	}
-	want := map[string]bool{}
-	for _, id := range pos[1:] {
-		want[id] = true
-	}
+	// Explicit decisions (CALL_ID=deny:REASON, ...), bare call ids, or
+	// nothing: every call that waits.
 	decided := map[string]bool{}
 	for _, d := range st.Decided {
 		decided[d.CallID] = true
 	}
-	var ds []run.Decision
+	waits := map[string]bool{}
 	for _, p := range st.Approvals {
-		if decided[p.Call.ID] || (len(want) > 0 && !want[p.Call.ID]) {
-			continue
+		if !decided[p.Call.ID] {
+			waits[p.Call.ID] = true
 		}
-		delete(want, p.Call.ID)
-		d := run.Decision{CallID: p.Call.ID, Action: run.Approved}
+	}
+	if len(waits) == 0 {
+		return usagef("", "run %s waits for no approval (it is in state %s)", pos[0], st.State)
+	}
+	defaultDecision := func(id string) run.Decision {
+		d := run.Decision{CallID: id, Action: run.Approved}
 		if *deny {
 			d.Action, d.Reason = run.Denied, *reason
 			if d.Reason == "" {
 				d.Reason = "the user said no"
 			}
 		}
+		return d
+	}
+	var ds []run.Decision
+	for _, arg := range pos[1:] {
+		d := defaultDecision(arg)
+		if strings.Contains(arg, "=") {
+			if d, err = temporal.ParseDecision(arg); err != nil {
+				return usagef("Give decisions as CALL_ID, CALL_ID=approve, CALL_ID=deny:REASON, CALL_ID=abort:REASON or CALL_ID=edit:{...}.", "%v", err)
+			}
+		}
+		if !waits[d.CallID] {
+			return usagef("", "run %s does not wait for a decision about call %q", pos[0], d.CallID)
+		}
 		ds = append(ds, d)
 	}
-	for id := range want {
-		return usagef("", "run %s does not wait for a decision about call %q", pos[0], id)
-	}
 	if len(ds) == 0 {
-		return usagef("", "run %s waits for no approval (it is in state %s)", pos[0], st.State)
+		for _, p := range st.Approvals {
+			if waits[p.Call.ID] {
+				ds = append(ds, defaultDecision(p.Call.ID))
+			}
+		}
 	}
 	res, err := h.Approve(ctx, ds)
 	if err != nil {
 		return fmt.Errorf("the run refused the decisions: %w", err)
 	}
-	verb := "approved"
-	if *deny {
-		verb = "denied"
-	}
 	out, _ := json.Marshal(ds)
-	fmt.Fprintf(a.env.Stderr, "%s %d call(s) of %s %s\n", verb, len(ds), pos[0], ui.Sanitize(string(out)))
+	fmt.Fprintf(a.env.Stderr, "sent %d decision(s) to %s: %s\n", len(ds), pos[0], ui.Sanitize(string(out)))
 	if len(res.Waiting) > 0 {
 		fmt.Fprintf(a.env.Stderr, "still waiting for: %s\n", strings.Join(res.Waiting, ", "))
 	}
