@@ -67,6 +67,7 @@ func TestMessageJSONRefusesUnknown(t *testing.T) {
 		"unknown part type":  `{"role":"user","parts":[{"type":"video","url":"x"}]}`,
 		"unknown part field": `{"role":"user","parts":[{"type":"text","text":"a","bold":true}]}`,
 		"unknown role":       `{"role":"system","parts":[]}`,
+		"parts without role": `{"role":"","parts":[{"type":"text","text":"a"}]}`,
 		"untyped part":       `{"role":"user","parts":[{"text":"a"}]}`,
 		"unknown field":      `{"role":"user","parts":[],"name":"x"}`,
 		"not an object":      `[1]`,
@@ -229,4 +230,10 @@ func TestMessageHelpers(t *testing.T) {
 	if u != (Usage{InputTokens: 4, OutputTokens: 2, ReasoningTokens: 1}) || u.Total() != 6 {
 		t.Fatalf("usage add = %+v", u)
 	}
+}
+
+func TestZeroMessageRoundTrips(t *testing.T) {
+	roundTrip(t, Message{})
+	roundTrip(t, Message{Role: RoleUser})
+	roundTrip(t, Response{})
 }

@@ -272,10 +272,22 @@ func (m *Message) UnmarshalJSON(data []byte) error {
 	}
 	switch raw.Role {
 	case RoleUser, RoleAssistant:
+	case "":
+		// The zero Message (no role, no parts) encodes this way; it
+		// stands for "no message", e.g. the final answer of a run that
+		// was cancelled before one came.
+		if len(raw.Parts) == 0 {
+			*m = Message{}
+			return nil
+		}
+		return fmt.Errorf("llm: message: a message with parts needs a role (%q or %q)", RoleUser, RoleAssistant)
 	default:
 		return fmt.Errorf("llm: message: unknown role %q (want %q or %q)", raw.Role, RoleUser, RoleAssistant)
 	}
-	parts := make([]Part, 0, len(raw.Parts))
+	var parts []Part
+	if len(raw.Parts) > 0 {
+		parts = make([]Part, 0, len(raw.Parts))
+	}
 	for i, rp := range raw.Parts {
 		p, err := UnmarshalPart(rp)
 		if err != nil {
