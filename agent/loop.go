@@ -338,8 +338,10 @@ func (x *runner) end(ctx context.Context, err error) error {
 	} else if ctx.Err() != nil {
 		// A cause of the driver's own (a lost claim) says more than the
 		// cancellation it caused.
+		// It still wraps the cancellation, so a run cancelled with a cause
+		// of the caller's stays resumable.
 		if cause := context.Cause(ctx); cause != ctx.Err() && !errors.Is(err, cause) {
-			err = cause
+			err = fmt.Errorf("%w (%w)", cause, ctx.Err())
 		}
 	}
 	re := &RunError{RunID: x.id, Err: err}
