@@ -219,7 +219,7 @@ func (d *Decoder) line() (line []byte, ok bool, err error) {
 		unread := d.buf[d.start:d.end]
 		// Only bytes not looked at before are searched, so a long line
 		// arriving in many reads costs linear time.
-		if i := bytes.IndexAny(unread[d.scanned:], "\r\n"); i >= 0 {
+		if i := lineEnd(unread[d.scanned:]); i >= 0 {
 			i += d.scanned
 			d.scanned = 0
 			if i > d.max {
@@ -249,6 +249,20 @@ func (d *Decoder) line() (line []byte, ok bool, err error) {
 		}
 		d.fill()
 	}
+}
+
+// lineEnd returns the index of the first CR or LF in b, or -1. Two
+// IndexByte scans are much faster than IndexAny's byte loop; the CR scan
+// stops at the LF, since a stream with CRLF or LF endings has none before.
+func lineEnd(b []byte) int {
+	lf := bytes.IndexByte(b, '\n')
+	if lf < 0 {
+		return bytes.IndexByte(b, '\r')
+	}
+	if cr := bytes.IndexByte(b[:lf], '\r'); cr >= 0 {
+		return cr
+	}
+	return lf
 }
 
 func (d *Decoder) tooLong() error {
