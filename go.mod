@@ -1,8 +1,10 @@
-// loom needs Go 1.26.5 or newer: earlier 1.26 releases let os.Root be escaped
-// through a symlink with a trailing slash (the file tools rely on os.Root).
+// loom needs Go 1.26.5 or newer (the go line below says so, and the go
+// command enforces it): earlier 1.26 releases let os.Root be escaped through
+// a symlink with a trailing slash (CVE-2026-39822; the file tools rely on
+// os.Root).
 module github.com/loomkit/loom
 
-go 1.26.0
+go 1.26.5
 
 require (
 	go.temporal.io/api v1.64.3
