@@ -240,14 +240,23 @@ func (j *journal) approvalDecided(ctx context.Context, x *runner, turn int, ds [
 }
 
 func (j *journal) intent(ctx context.Context, x *runner, turn int, c llm.ToolCall, key string) error {
+	if j == nil {
+		return nil // before the record is boxed: runs without a store pay nothing
+	}
 	return j.append(ctx, x.a, store.KindToolIntent, intentRecord{Turn: turn, Call: c, Key: key})
 }
 
 func (j *journal) result(ctx context.Context, x *runner, turn int, res llm.ToolResult) error {
+	if j == nil {
+		return nil // before the record is boxed: runs without a store pay nothing
+	}
 	return j.append(ctx, x.a, store.KindToolResult, resultRecord{Turn: turn, Result: res})
 }
 
 func (j *journal) note(ctx context.Context, x *runner, n noteRecord) error {
+	if j == nil {
+		return nil // before the record is boxed: runs without a store pay nothing
+	}
 	return j.append(ctx, x.a, store.KindNote, n)
 }
 

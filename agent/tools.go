@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -66,7 +67,7 @@ func IdempotencyKey(ctx context.Context) string {
 }
 
 func idempotencyKey(runID string, turn int, callID string) string {
-	return fmt.Sprintf("%s/%d/%s", runID, turn, callID)
+	return runID + "/" + strconv.Itoa(turn) + "/" + callID
 }
 
 // callTools runs the calls of a CallTools step and commits their results
@@ -317,8 +318,10 @@ func (x *runner) commit(ctx context.Context, turn int, calls []run.PendingCall, 
 		return err
 	}
 	x.led, x.start = led, now
-	if err := x.j.note(ctx, x, noteRecord{Type: noteCommit, Turn: turn, Notes: texts, Ledger: ledgerPtr(led)}); err != nil {
-		return err
+	if x.j != nil {
+		if err := x.j.note(ctx, x, noteRecord{Type: noteCommit, Turn: turn, Notes: texts, Ledger: ledgerPtr(led)}); err != nil {
+			return err
+		}
 	}
 	for i, c := range calls {
 		x.emit(ToolResult{Turn: turn, Call: c.Call, Result: results[i], Skipped: outs[i].skipped})
