@@ -419,8 +419,9 @@ func BenchmarkToolLoopLongHistory(b *testing.B) {
 // runs the loop through the agent and through its hand-written baseline,
 // one right after the other (alternating which goes first), and the
 // benchmark reports agent time / baseline time over all iterations as
-// "ratio". A busy machine slows both sides of every pair alike, so the
-// ratio is much steadier than one computed from separate benchmarks.
+// "ratio", and the same for the CPU time of the process as "cpu-ratio".
+// A busy machine slows both sides of every pair alike, so the ratios are
+// much steadier than ones computed from separate benchmarks.
 func BenchmarkToolLoopRatio(b *testing.B) {
 	srv := loopServer()
 	defer srv.Close()
@@ -445,30 +446,33 @@ func BenchmarkToolLoopRatio(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
-				var agentTime, baseTime time.Duration
+				var agentTime, baseTime, agentCPU, baseCPU time.Duration
 				i := 0
 				for b.Loop() {
 					first, second := agentLoop, baseLoop
 					if i%2 == 1 {
 						first, second = baseLoop, agentLoop
 					}
-					t0 := time.Now()
+					c0, t0 := cpuTime(), time.Now()
 					if err := first(ctx); err != nil {
 						b.Fatal(err)
 					}
-					t1 := time.Now()
+					c1, t1 := cpuTime(), time.Now()
 					if err := second(ctx); err != nil {
 						b.Fatal(err)
 					}
-					t2 := time.Now()
+					c2, t2 := cpuTime(), time.Now()
 					if i%2 == 0 {
 						agentTime, baseTime = agentTime+t1.Sub(t0), baseTime+t2.Sub(t1)
+						agentCPU, baseCPU = agentCPU+c1-c0, baseCPU+c2-c1
 					} else {
 						baseTime, agentTime = baseTime+t1.Sub(t0), agentTime+t2.Sub(t1)
+						baseCPU, agentCPU = baseCPU+c1-c0, agentCPU+c2-c1
 					}
 					i++
 				}
 				b.ReportMetric(float64(agentTime)/float64(baseTime), "ratio")
+				b.ReportMetric(float64(agentCPU)/float64(baseCPU), "cpu-ratio")
 			})
 		}
 	}
