@@ -18,7 +18,9 @@
 //     memory stays within about the bound plus one read chunk, however long
 //     the offending line is.
 //
-// A Decoder is not safe for concurrent use.
+// A Decoder is not safe for concurrent use. Close hands its read buffer
+// back for reuse by later decoders; decoders that are never closed simply
+// leave theirs to the garbage collector.
 package sse
 
 import (
@@ -26,6 +28,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 )
 
 // DefaultMaxLine is the default bound on one line and on one event's data:
@@ -43,6 +46,12 @@ const firstBuf = 4 << 10
 
 // readChunk is the slack over the bound the buffer may grow to.
 const readChunk = 32 << 10
+
+// firstBufs holds first buffers handed back by Close.
+var firstBufs = sync.Pool{New: func() any { return new([firstBuf]byte) }}
+
+// ErrClosed is returned by Next after Close.
+var ErrClosed = errors.New("sse: decoder closed")
 
 // ErrLineTooLong is matched (errors.Is) by the error for a line longer than
 // the decoder's bound.
@@ -265,6 +274,21 @@ func lineEnd(b []byte) int {
 	return lf
 }
 
+// Close ends the decoder's use of its read buffer, which later decoders
+// may reuse; Next returns ErrClosed from then on. It does not close the
+// reader. Events already returned stay valid (their data is not in that
+// buffer). Close is safe to call more than once.
+func (d *Decoder) Close() {
+	if d.err == nil || d.err == io.EOF {
+		d.err = ErrClosed
+	}
+	if len(d.buf) == firstBuf {
+		firstBufs.Put((*[firstBuf]byte)(d.buf))
+	}
+	d.buf, d.start, d.end, d.scanned = nil, 0, 0, 0
+	d.eof = false
+}
+
 func (d *Decoder) tooLong() error {
 	d.err = fmt.Errorf("%w: a line exceeds %d bytes", ErrLineTooLong, d.max)
 	// Let go of the buffer: the stream is unusable now.
@@ -289,8 +313,16 @@ func (d *Decoder) fill() {
 			size = limit
 		}
 		if size > len(d.buf) {
-			nb := make([]byte, size)
+			var nb []byte
+			if size == firstBuf {
+				nb = firstBufs.Get().(*[firstBuf]byte)[:]
+			} else {
+				nb = make([]byte, size)
+			}
 			copy(nb, d.buf[:d.end])
+			if len(d.buf) == firstBuf {
+				firstBufs.Put((*[firstBuf]byte)(d.buf))
+			}
 			d.buf = nb
 		}
 	}
