@@ -100,6 +100,7 @@ func BenchmarkTurnParseStream(b *testing.B) {
 				acc.Add(e)
 			}
 		}
+		dec.Close()
 		if r := acc.Response(); len(r.ToolCalls()) != 1 || r.Truncated {
 			b.Fatal(r)
 		}
