@@ -131,6 +131,7 @@ type Client struct {
 	listing []*sdk.Tool
 	digest  []byte // JSON of listing, to tell real changes
 	tools   []tool.Tool
+	schemas map[string]*argSchema // by tool name and schema, see buildTools
 	closed  bool
 }
 
@@ -500,16 +501,33 @@ func (c *Client) keys() []toolKey {
 }
 
 // buildTools wraps the current listing under the given names, in the
-// server's order. c.mu is held.
+// server's order. Each tool's input schema is resolved here, once per
+// listing that brings it: a schema the previous listing had for the same
+// tool is reused, not resolved (nor logged about) again. c.mu is held.
 func (c *Client) buildTools(names map[toolKey]string) []tool.Tool {
 	out := make([]tool.Tool, 0, len(c.listing))
 	seen := make(map[string]bool, len(c.listing))
+	schemas := make(map[string]*argSchema, len(c.listing))
 	for _, t := range c.listing {
 		if seen[t.Name] {
 			continue // a server that lists a tool twice
 		}
 		seen[t.Name] = true
-		out = append(out, newRemoteTool(c, t, names[toolKey{c.cfg.Name, t.Name}]))
+		rt := newRemoteTool(c, t, names[toolKey{c.cfg.Name, t.Name}])
+		key := t.Name + "\x00" + string(rt.spec.Schema)
+		s, ok := c.schemas[key]
+		if !ok {
+			var err error
+			s, err = resolveArgSchema(rt.spec.Schema)
+			if err != nil {
+				c.opts.Logger.Warn("MCP tool input schema cannot be resolved; its arguments are passed to the server unvalidated",
+					"server", c.cfg.Name, "tool", t.Name, "error", err)
+			}
+		}
+		schemas[key] = s
+		rt.schema = s
+		out = append(out, rt)
 	}
+	c.schemas = schemas
 	return out
 }

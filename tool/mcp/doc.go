@@ -19,7 +19,19 @@
 //     that hash too, except one that needed no change. Names depend only
 //     on the set of tools, never on their order, and the original name is
 //     what is sent to the server on call.
-//   - Its schema is the server's input schema, passed through.
+//   - Its schema is the server's input schema, passed through. It is
+//     resolved with jsonschema-go once, when the tools are listed (again
+//     only when a listing brings a new schema for the tool), and the
+//     arguments of every call are validated against it before anything
+//     is sent: arguments it refuses (a missing required field, a wrong
+//     type, an unknown field where additionalProperties is false) give an
+//     error result naming the field and the rule, saying the tool was not
+//     run and quoting the schema (cut at 4,000 bytes), and the server
+//     never sees the call. A schema jsonschema-go cannot resolve (a remote
+//     $ref, a pattern that is not RE2, a keyword of a shape it does not
+//     know) does not block the tool: its arguments go to the server
+//     unvalidated, and [Options].Logger gets one warning naming the
+//     server, the tool and the reason.
 //   - Its effect comes from the server's annotations: readOnlyHint makes
 //     it [llm.EffectReadOnly], idempotentHint [llm.EffectIdempotent], and
 //     anything else, including no annotations, [llm.EffectDestructive].

@@ -21,6 +21,7 @@ type remoteTool struct {
 	client *Client
 	remote string // the tool's name on the server
 	spec   llm.ToolSpec
+	schema *argSchema // nil: the schema could not be resolved
 }
 
 func newRemoteTool(c *Client, t *sdk.Tool, name string) *remoteTool {
@@ -79,17 +80,25 @@ func effectOf(a *sdk.ToolAnnotations) llm.Effect {
 	return llm.EffectDestructive
 }
 
-// Call calls the tool on the server. Every failure is an error result: the
-// server's own (isError), a protocol error, a server that went away during
-// the call or cannot be reached again, a cancelled ctx (the server is sent
+// Call validates args against the tool's input schema, then calls the
+// tool on the server. Every failure is an error result: arguments the
+// schema refuses (the server is not called), the server's own (isError),
+// a protocol error, a server that went away during the call or cannot be
+// reached again, a cancelled ctx (the server is sent
 // notifications/cancelled). The Go error is always nil.
 func (t *remoteTool) Call(ctx context.Context, args json.RawMessage) (llm.ToolResult, error) {
 	c := t.client
 	if len(bytes.TrimSpace(args)) == 0 {
 		args = json.RawMessage("{}")
 	}
-	if !json.Valid(args) || bytes.TrimSpace(args)[0] != '{' {
+	var obj map[string]any
+	if bytes.TrimSpace(args)[0] != '{' || json.Unmarshal(args, &obj) != nil {
 		return errorResult("The arguments of %s are not one JSON object, so it was not called. Send the arguments as one JSON object.", t.spec.Name), nil
+	}
+	if msg := t.schema.check(obj); msg != "" {
+		// Checked here so that the server never sees what its schema
+		// refuses; a schema that could not be resolved checks nothing.
+		return errorResult("%s", t.schema.invalid(t.spec.Name, msg)), nil
 	}
 	if err := ctx.Err(); err != nil {
 		return errorResult("%s was not called: %v.", t.spec.Name, context.Cause(ctx)), nil
