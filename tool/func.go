@@ -6,9 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -42,8 +39,7 @@ type FuncOptions[In any] struct {
 // FuncOptions.ApprovalFor its answer is the spec's NeedsApproval.
 type FuncTool[In, Out any] struct {
 	spec     llm.ToolSpec
-	resolved *jsonschema.Resolved
-	closed   bool // the schema refuses unknown top-level fields
+	args     *Schema
 	fn       func(context.Context, In) (Out, error)
 	approval func(In) bool
 	max      int
@@ -96,13 +92,9 @@ func NewFunc[In, Out any](name, description string, fn func(context.Context, In)
 	if schema.Type != "object" {
 		return nil, fmt.Errorf("tool %s: arguments must be a JSON object, so In must be a struct (or a map with string keys); its schema has type %q", name, schemaType(schema))
 	}
-	resolved, err := schema.Resolve(nil)
+	args, err := NewSchemaOf(schema)
 	if err != nil {
-		return nil, fmt.Errorf("tool %s: resolving the arguments' schema: %w", name, err)
-	}
-	raw, err := json.Marshal(schema)
-	if err != nil {
-		return nil, fmt.Errorf("tool %s: encoding the arguments' schema: %w", name, err)
+		return nil, fmt.Errorf("tool %s: %w", name, err)
 	}
 	max := opts.MaxResult
 	if max == 0 {
@@ -112,12 +104,11 @@ func NewFunc[In, Out any](name, description string, fn func(context.Context, In)
 		spec: llm.ToolSpec{
 			Name:          name,
 			Description:   description,
-			Schema:        raw,
+			Schema:        args.JSON(),
 			NeedsApproval: opts.NeedsApproval,
 			Effect:        opts.Effect,
 		},
-		resolved: resolved,
-		closed:   isFalse(resolved.Schema().AdditionalProperties),
+		args:     args,
 		fn:       fn,
 		approval: opts.ApprovalFor,
 		max:      max,
@@ -206,11 +197,8 @@ func (t *FuncTool[In, Out]) decode(args json.RawMessage) (In, string) {
 	if !ok {
 		return in, t.invalid(fmt.Sprintf("the arguments must be a JSON object, not %s", kind(v)))
 	}
-	if msg := t.checkFields(obj); msg != "" {
+	if msg := t.args.Check(obj); msg != "" {
 		return in, t.invalid(msg)
-	}
-	if err := t.resolved.Validate(v); err != nil {
-		return in, t.invalid(describeValidation(err))
 	}
 	dec := json.NewDecoder(bytes.NewReader(args))
 	dec.DisallowUnknownFields()
@@ -224,101 +212,8 @@ func (t *FuncTool[In, Out]) decode(args json.RawMessage) (In, string) {
 	return in, ""
 }
 
-// checkFields reports unknown and missing top-level fields together, which
-// the validator would report one at a time: a misspelt field is both.
-func (t *FuncTool[In, Out]) checkFields(obj map[string]any) string {
-	s := t.resolved.Schema()
-	var unknown, missing []string
-	if t.closed {
-		for k := range obj {
-			if _, ok := s.Properties[k]; !ok {
-				unknown = append(unknown, strconv.Quote(k))
-			}
-		}
-	}
-	for _, r := range s.Required {
-		if _, ok := obj[r]; !ok {
-			missing = append(missing, strconv.Quote(r))
-		}
-	}
-	if len(unknown) == 0 && len(missing) == 0 {
-		return ""
-	}
-	slices.Sort(unknown)
-	var parts []string
-	if len(unknown) > 0 {
-		known := slices.Sorted(maps.Keys(s.Properties))
-		parts = append(parts, fmt.Sprintf("unknown field %s (the fields are: %s)", strings.Join(unknown, ", "), strings.Join(known, ", ")))
-	}
-	if len(missing) > 0 {
-		parts = append(parts, fmt.Sprintf("missing required field %s", strings.Join(missing, ", ")))
-	}
-	return strings.Join(parts, "; ")
-}
-
-// isFalse reports whether s is the schema false (which jsonschema-go
-// writes as {"not": {}}).
-func isFalse(s *jsonschema.Schema) bool {
-	if s == nil || s.Not == nil {
-		return false
-	}
-	b, err := json.Marshal(s)
-	return err == nil && string(b) == "false"
-}
-
 func (t *FuncTool[In, Out]) invalid(what string) string {
-	schema := string(t.spec.Schema)
-	if len(schema) > 4000 {
-		schema = schema[:4000] + "..."
-	}
-	return fmt.Sprintf("Invalid arguments for %s: %s. The tool was not run. Call it again with arguments matching this JSON Schema: %s", t.spec.Name, what, schema)
-}
-
-// describeValidation turns jsonschema-go's "validating root: validating
-// /properties/a/items/properties/b: type: ..." into "at a[].b: type: ...".
-func describeValidation(err error) string {
-	msg := err.Error()
-	at := ""
-	for strings.HasPrefix(msg, "validating ") {
-		rest := msg[len("validating "):]
-		i := strings.Index(rest, ": ")
-		if i < 0 {
-			break
-		}
-		at, msg = rest[:i], rest[i+2:]
-	}
-	field := fieldPath(at)
-	if field == "" {
-		return msg
-	}
-	return "at " + field + ": " + msg
-}
-
-// fieldPath turns a schema pointer into a readable path to the field:
-// /properties/a/items/properties/b becomes a[].b; the root is "".
-func fieldPath(ptr string) string {
-	if ptr == "" || ptr == "root" || !strings.HasPrefix(ptr, "/") {
-		return ""
-	}
-	segs := strings.Split(ptr[1:], "/")
-	var b strings.Builder
-	for i := 0; i < len(segs); i++ {
-		switch segs[i] {
-		case "properties":
-			if i+1 < len(segs) {
-				if b.Len() > 0 {
-					b.WriteByte('.')
-				}
-				b.WriteString(strings.ReplaceAll(strings.ReplaceAll(segs[i+1], "~1", "/"), "~0", "~"))
-				i++
-			}
-		case "items", "prefixItems":
-			b.WriteString("[]")
-		case "additionalProperties":
-			b.WriteString(".*")
-		}
-	}
-	return b.String()
+	return t.args.Invalid(t.spec.Name, what)
 }
 
 func kind(v any) string {
