@@ -148,6 +148,7 @@ type Model struct {
 	extra     map[string]bool // keys of ExtraBody
 	extraJSON []byte          // ExtraBody encoded as `"k":v,...`
 	extraErr  error
+	schemas   schemaCache
 }
 
 var _ model.Model = (*Model)(nil)

@@ -101,6 +101,24 @@ func badRequest(op, msg string, cause error) error {
 
 // encodeRequest checks req and encodes it as one JSON body, in one pass.
 func (m *Model) encodeRequest(op string, req llm.Request, stream bool) ([]byte, error) {
+	if m.extraErr == nil && len(m.extra) == 0 && direct(req) {
+		// The common shapes go straight from req to JSON; the checks are
+		// buildBody's, in its order (its message mapping cannot fail for
+		// them).
+		if err := checkHistory(op, req); err != nil {
+			return nil, err
+		}
+		name, err := m.modelName(op, req)
+		if err != nil {
+			return nil, err
+		}
+		if err := checkToolChoice(op, req); err != nil {
+			return nil, err
+		}
+		if out, ok := m.appendDirect(make([]byte, 0, m.sizeHint(req)), req, stream, name); ok {
+			return out, nil
+		}
+	}
 	body, err := m.buildBody(op, req, stream)
 	if err != nil {
 		return nil, err
@@ -131,25 +149,20 @@ func (m *Model) buildBody(op string, req llm.Request, stream bool) (chatRequest,
 	if m.extraErr != nil {
 		return chatRequest{}, badRequest(op, "Config.ExtraBody cannot be encoded as JSON", m.extraErr)
 	}
-	if err := llm.CheckHistory(req.Messages); err != nil {
-		return chatRequest{}, badRequest(op, "the history would be rejected by the API; nothing was sent", err)
+	if err := checkHistory(op, req); err != nil {
+		return chatRequest{}, err
+	}
+	name, err := m.modelName(op, req)
+	if err != nil {
+		return chatRequest{}, err
 	}
 	body := chatRequest{
-		Model:       req.Model,
+		Model:       name,
 		Temperature: req.Temperature,
 		TopP:        req.TopP,
 		Stop:        req.Stop,
 	}
-	if body.Model == "" {
-		body.Model = m.cfg.Model
-	}
-	if body.Model == "" && !m.extra["model"] {
-		return chatRequest{}, badRequest(op, "no model named: set llm.Request.Model or openai.Config.Model", nil)
-	}
-	maxTokens := req.MaxTokens
-	if maxTokens <= 0 {
-		maxTokens = m.cfg.MaxTokens
-	}
+	maxTokens := m.maxTokens(req)
 	if m.cfg.LegacyMaxTokens {
 		body.MaxTokens = maxTokens
 	} else {
@@ -165,15 +178,11 @@ func (m *Model) buildBody(op string, req llm.Request, stream bool) (chatRequest,
 	if len(req.Tools) > 0 {
 		body.Tools = make([]chatTool, len(req.Tools))
 		for i, t := range req.Tools {
-			params := t.Schema
-			if len(bytes.TrimSpace(params)) == 0 {
-				params = emptySchema
-			}
-			body.Tools[i] = chatTool{Type: "function", Function: functionSpec{Name: t.Name, Description: t.Description, Parameters: params}}
+			body.Tools[i] = chatTool{Type: "function", Function: functionSpec{Name: t.Name, Description: t.Description, Parameters: toolParams(t)}}
 		}
 	}
-	if _, err := req.ToolChoice.Allowed(req.Tools); err != nil {
-		return chatRequest{}, badRequest(op, "tool choice: "+err.Error(), err)
+	if err := checkToolChoice(op, req); err != nil {
+		return chatRequest{}, err
 	}
 	switch req.ToolChoice.Mode {
 	case llm.ToolRequired:
@@ -203,6 +212,47 @@ func (m *Model) buildBody(op string, req llm.Request, stream bool) (chatRequest,
 	}
 	m.dropOverridden(&body)
 	return body, nil
+}
+
+func checkHistory(op string, req llm.Request) error {
+	if err := llm.CheckHistory(req.Messages); err != nil {
+		return badRequest(op, "the history would be rejected by the API; nothing was sent", err)
+	}
+	return nil
+}
+
+// modelName is the model to ask for: the request's, else the Config's.
+func (m *Model) modelName(op string, req llm.Request) (string, error) {
+	name := req.Model
+	if name == "" {
+		name = m.cfg.Model
+	}
+	if name == "" && !m.extra["model"] {
+		return "", badRequest(op, "no model named: set llm.Request.Model or openai.Config.Model", nil)
+	}
+	return name, nil
+}
+
+func (m *Model) maxTokens(req llm.Request) int {
+	if req.MaxTokens > 0 {
+		return req.MaxTokens
+	}
+	return m.cfg.MaxTokens
+}
+
+func checkToolChoice(op string, req llm.Request) error {
+	if _, err := req.ToolChoice.Allowed(req.Tools); err != nil {
+		return badRequest(op, "tool choice: "+err.Error(), err)
+	}
+	return nil
+}
+
+// toolParams is the JSON Schema sent for a tool's arguments.
+func toolParams(t llm.ToolSpec) json.RawMessage {
+	if len(bytes.TrimSpace(t.Schema)) == 0 {
+		return emptySchema
+	}
+	return t.Schema
 }
 
 // sizeHint guesses the encoded size so the buffer grows once or not at all.
