@@ -149,6 +149,8 @@ type Model struct {
 	extraJSON []byte          // ExtraBody encoded as `"k":v,...`
 	extraErr  error
 	schemas   schemaCache
+	generate  *wire.Endpoint // requests for Generate
+	streaming *wire.Endpoint // requests for Stream (Accept: text/event-stream)
 }
 
 var _ model.Model = (*Model)(nil)
@@ -187,6 +189,10 @@ func New(cfg Config) *Model {
 		m.header[http.CanonicalHeaderKey(k)] = slices.Clone(vs)
 	}
 	m.encodeExtra()
+	m.generate = wire.NewEndpoint(m.url, m.header)
+	sh := m.header.Clone()
+	sh.Set("Accept", "text/event-stream")
+	m.streaming = wire.NewEndpoint(m.url, sh)
 	return m
 }
 
@@ -229,7 +235,7 @@ func (m *Model) Generate(ctx context.Context, req llm.Request) (llm.Response, er
 	}
 	ctx, w := wire.NewWatch(ctx, opGenerate, 0, m.timeout)
 	defer w.Stop()
-	hreq, err := wire.NewRequest(ctx, m.url, body, m.header)
+	hreq, err := m.generate.Request(ctx, body)
 	if err != nil {
 		return llm.Response{}, badRequest(opGenerate, "the request cannot be built (check BaseURL)", err)
 	}
@@ -301,11 +307,10 @@ func (m *Model) stream(ctx context.Context, req llm.Request, yield func(llm.Even
 	}
 	ctx, w := wire.NewWatch(ctx, opStream, m.idle, m.timeout)
 	defer w.Stop()
-	hreq, err := wire.NewRequest(ctx, m.url, body, m.header)
+	hreq, err := m.streaming.Request(ctx, body)
 	if err != nil {
 		return badRequest(opStream, "the request cannot be built (check BaseURL)", err)
 	}
-	hreq.Header.Set("Accept", "text/event-stream")
 	resp, err := wire.Send(m.cfg.HTTPClient, hreq, opStream)
 	if err != nil {
 		return err
