@@ -182,6 +182,9 @@ func NormalizeArguments(raw string) (string, bool) {
 	if s[0] != '{' {
 		return raw, false
 	}
+	if json.Valid([]byte(s)) { // one object: the usual case, without a decoder
+		return s, true
+	}
 	dec := json.NewDecoder(strings.NewReader(s))
 	var values []json.RawMessage
 	for {
