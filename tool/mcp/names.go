@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -43,7 +44,10 @@ func sanitize(s string) string {
 // hashed returns clean cut so that clean + "_" + n hex digits of the hash of
 // k fits in maxNameLen.
 func hashed(clean string, k toolKey, n int) string {
-	sum := sha256.Sum256([]byte(k.Server + "\x00" + k.Tool))
+	// The server's length prefixes it, so no two pairs hash the same
+	// input (with a plain separator, ("a\x00", "") and ("a", "\x00")
+	// would, and no hash length could tell them apart).
+	sum := sha256.Sum256([]byte(strconv.Itoa(len(k.Server)) + ":" + k.Server + k.Tool))
 	h := hex.EncodeToString(sum[:])[:n]
 	if keep := maxNameLen - 1 - n; len(clean) > keep {
 		clean = clean[:keep]
