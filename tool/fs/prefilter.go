@@ -22,7 +22,7 @@ func newPrefilter(pattern string) *prefilter {
 		return nil
 	}
 	re = re.Simplify()
-	if mayMatchNewline(re) {
+	if !lineLocal(re) {
 		return nil
 	}
 	lit := requiredLiteral(re)
@@ -59,37 +59,43 @@ func requiredLiteral(re *syntax.Regexp) string {
 	return ""
 }
 
-// mayMatchNewline reports whether a match of re may contain '\n'
-// (conservatively: true when unsure).
-func mayMatchNewline(re *syntax.Regexp) bool {
+// lineLocal reports whether re matches a line cut out of a file exactly
+// where it matches that line inside the file: no match may contain '\n', and
+// no assertion may look past the line's ends. Text anchors (\A, \z, and ^ or
+// $ without the m flag) hold at a line's ends only when the line is the
+// file's first or last, so they rule the prefilter out. It is conservative:
+// false when unsure.
+func lineLocal(re *syntax.Regexp) bool {
 	switch re.Op {
 	case syntax.OpNoMatch, syntax.OpEmptyMatch, syntax.OpAnyCharNotNL,
-		syntax.OpBeginLine, syntax.OpEndLine, syntax.OpBeginText, syntax.OpEndText,
+		syntax.OpBeginLine, syntax.OpEndLine,
 		syntax.OpWordBoundary, syntax.OpNoWordBoundary:
-		return false
+		// Word boundaries see the same thing at a line's end as at the
+		// '\n' after it: a non-word character.
+		return true
 	case syntax.OpLiteral:
 		for _, r := range re.Rune {
 			if r == '\n' {
-				return true
+				return false
 			}
 		}
-		return false
+		return true
 	case syntax.OpCharClass:
 		for i := 0; i+1 < len(re.Rune); i += 2 {
 			if re.Rune[i] <= '\n' && '\n' <= re.Rune[i+1] {
-				return true
+				return false
 			}
 		}
-		return false
+		return true
 	case syntax.OpCapture, syntax.OpStar, syntax.OpPlus, syntax.OpQuest, syntax.OpRepeat, syntax.OpConcat, syntax.OpAlternate:
 		for _, sub := range re.Sub {
-			if mayMatchNewline(sub) {
-				return true
+			if !lineLocal(sub) {
+				return false
 			}
 		}
-		return false
+		return true
 	}
-	return true
+	return false
 }
 
 // nextCandidate returns the bounds of the first line of data at or after

@@ -17,6 +17,10 @@ func TestPrefilter(t *testing.T) {
 		`(?m)x(abc)+y`:                 "abc",
 		`(?m)(abc)?xy`:                 "xy",
 		`(?m)[^a]bcd`:                  "", // [^a] matches \n
+		`(?m)ab\z`:                     "", // \z holds only at the file's end
+		`(?m)\Aab`:                     "", // \A holds only at the file's start
+		`(?m)(?-m)ab$`:                 "", // $ without m is \z
+		`(?m)\bab\B`:                   "ab",
 	}
 	for pat, want := range cases {
 		p := newPrefilter(pat)
@@ -36,6 +40,9 @@ func FuzzPrefilter(f *testing.F) {
 	f.Add(`func \w+`, "package a\nfunc x() {}\n\tfunc  y\nfunc")
 	f.Add(`^ab+c$`, "abc\nabbbc\nxabc\nab\n")
 	f.Add(`x(yz)+`, "xyzyz\nxy\nzxyz")
+	f.Add(`ab\z`, "ab\nab")
+	f.Add(`\Aab`, "xx\nab")
+	f.Add(`(?-m)ab$`, "ab\n")
 	f.Fuzz(func(t *testing.T, pattern, text string) {
 		full := "(?m)" + pattern
 		re, err := regexp.Compile(full)
