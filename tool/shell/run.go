@@ -24,6 +24,7 @@ type runSpec struct {
 	timeout    time.Duration // > 0
 	keep       int           // bytes of output kept, head and tail
 	killOutput int64         // the command is killed after printing this much
+	sandbox    *sandboxPlan  // nil: unconfined
 }
 
 // outcome is what happened to a command.
@@ -54,7 +55,7 @@ const drainGrace = time.Second
 // whole process group is killed, and so is every process that still
 // carries the call's marker in its environment.
 func runCommand(ctx context.Context, command string, spec runSpec) (outcome, error) {
-	start := time.Now()
+	began := time.Now()
 	id := make([]byte, 12)
 	_, _ = rand.Read(id)
 	marker := hex.EncodeToString(id)
@@ -70,9 +71,17 @@ func runCommand(ctx context.Context, command string, spec runSpec) (outcome, err
 	cmd.Stdout = pw
 	cmd.Stderr = pw
 	setProcessGroup(cmd)
-	if err := cmd.Start(); err != nil {
+	start := cmd.Start
+	if spec.sandbox != nil {
+		start = func() error { return startConfined(cmd, spec.sandbox) }
+	}
+	if err := start(); err != nil {
 		pr.Close()
 		pw.Close()
+		var se *SandboxError
+		if errors.As(err, &se) {
+			return outcome{}, se
+		}
 		return outcome{}, &errStart{err}
 	}
 	pw.Close() // the children hold the only write ends now
@@ -130,7 +139,7 @@ func runCommand(ctx context.Context, command string, spec runSpec) (outcome, err
 
 	o.output = out.String()
 	o.total = out.Total()
-	o.elapsed = time.Since(start)
+	o.elapsed = time.Since(began)
 	o.exitCode = cmd.ProcessState.ExitCode()
 	o.signal = exitSignal(cmd.ProcessState)
 	var ee *exec.ExitError

@@ -53,6 +53,10 @@ type Config struct {
 	KeepEnv []string
 	// Shell is the bash binary (default "bash", found in PATH).
 	Shell string
+	// Sandbox confines each command with the operating system (see
+	// [Sandbox]); nil runs commands with the process's full rights, under
+	// the policy alone.
+	Sandbox *Sandbox
 }
 
 // Args are the arguments of the bash tool.
@@ -137,7 +141,25 @@ func (t *Tool) description() string {
 		"start servers or background jobs expecting them to stay. Long output is cut to its "+
 		"start and end. Read-only commands run at once; others may wait for the user's approval; "+
 		"destructive ones (rm -rf /, sudo, curl | sh, writing to devices or system files) are refused.",
-		t.cfg.Timeout, t.cfg.MaxTimeout)
+		t.cfg.Timeout, t.cfg.MaxTimeout) + t.sandboxNote()
+}
+
+// sandboxNote tells the model what the sandbox blocks, when there is one.
+func (t *Tool) sandboxNote() string {
+	s := t.cfg.Sandbox
+	if s == nil {
+		return ""
+	}
+	if _, ok := SandboxLevel(); !ok {
+		return ""
+	}
+	net := " and cannot open network connections"
+	if s.Network || landlockABI() < 4 {
+		net = ""
+	}
+	return " Commands run in a sandbox: they can change files only in the workspace and the " +
+		"temporary directory, cannot read credential files (~/.ssh, cloud logins)" + net +
+		"; \"Permission denied\" there comes from the sandbox, and approval does not lift it."
 }
 
 // Classify returns the policy's verdict on command, for showing to the
@@ -190,8 +212,15 @@ func (t *Tool) call(ctx context.Context, a Args) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("bash was not found (%v): this tool needs bash installed", err)
 	}
+	var box *sandboxPlan
+	if t.cfg.Sandbox != nil {
+		if box, err = t.cfg.Sandbox.plan(t.cfg.Dir); err != nil {
+			return "", err
+		}
+	}
 	t.runs.Add(1)
 	o, err := runCommand(ctx, a.Command, runSpec{
+		sandbox:    box,
 		shell:      shell,
 		dir:        t.cfg.Dir,
 		env:        env,

@@ -7,6 +7,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/loomkit/loom/tool/shell"
 )
 
 // options are the flags of the commands that run the agent (loom run,
@@ -26,6 +28,9 @@ type options struct {
 	graceful    bool // the last allowed model call is tool-free (interactive sessions)
 	temporal    string
 	queue       string
+	sandbox     string // auto, require or off
+	network     bool   // sandboxed commands may use the network
+
 
 	set map[string]bool // flags given on the command line
 }
@@ -68,6 +73,34 @@ func (o *outputFlag) Set(v string) error {
 	return fmt.Errorf("%q is not an output format: use text or jsonl", v)
 }
 
+// sandboxFlag is --sandbox: auto, require or off.
+type sandboxFlag string
+
+func (m *sandboxFlag) String() string { return string(*m) }
+func (m *sandboxFlag) Set(v string) error {
+	switch v {
+	case "auto", "require", "off":
+		*m = sandboxFlag(v)
+		return nil
+	}
+	return fmt.Errorf("%q is not a sandbox mode: use auto, require or off", v)
+}
+
+// sandboxFlags adds --sandbox and --allow-network to fs.
+func sandboxFlags(fs *flag.FlagSet, o *options) {
+	o.sandbox = "auto"
+	fs.Var((*sandboxFlag)(&o.sandbox), "sandbox", "how bash commands are confined by the kernel (Linux Landlock): auto (when the kernel can), require (refuse to run commands otherwise) or off; confined commands write only in the workspace and temporary directories, cannot read credential files and have no network")
+	fs.BoolVar(&o.network, "allow-network", false, "let sandboxed bash commands open network connections")
+}
+
+// shellSandbox is the bash tool's sandbox for o's flags (nil: off).
+func (o *options) shellSandbox() *shell.Sandbox {
+	if o.sandbox == "off" {
+		return nil
+	}
+	return &shell.Sandbox{Require: o.sandbox == "require", Network: o.network}
+}
+
 // agentFlags returns the flag set of a command that runs the agent.
 func agentFlags(name string, o *options, withTemporal bool) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
@@ -84,6 +117,7 @@ func agentFlags(name string, o *options, withTemporal bool) *flag.FlagSet {
 	fs.StringVar(&o.storePath, "store", "", "the SQLite file runs are checkpointed to (default: $XDG_STATE_HOME/loom/loom.db)")
 	fs.StringVar(&o.system, "system", "", "the system prompt, instead of loom's own (AGENTS.md and LOOM.md are still added)")
 	fs.Var((*multiFlag)(&o.mcp), "mcp", "an MCP server, as NAME=COMMAND ARGS... or NAME=URL (repeatable)")
+	sandboxFlags(fs, o)
 	if name == "loom" {
 		fs.BoolVar(&o.interactive, "interactive", false, "run the interactive session even when standard input is not a terminal")
 	}
@@ -137,5 +171,6 @@ func workerFlags(o *options) *flag.FlagSet {
 	fs.StringVar(&o.model, "model", "", "the model runs may use, as PROVIDER:MODEL; default $LOOM_MODEL")
 	fs.StringVar(&o.baseURL, "base-url", "", "the API's base URL (default $OPENAI_BASE_URL or $ANTHROPIC_BASE_URL)")
 	fs.StringVar(&o.workspace, "workspace", "", "the directory the tools work in (default: the current directory)")
+	sandboxFlags(fs, o)
 	return fs
 }

@@ -26,6 +26,8 @@ func (a *app) mcpCmd(args []string) error {
 	fs := flag.NewFlagSet("mcp serve", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	workspace := fs.String("workspace", "", "the directory the tools work in (default: the current directory)")
+	var o options
+	sandboxFlags(fs, &o)
 	addr := fs.String("http", "", "serve streamable HTTP on ADDR (a loopback address such as 127.0.0.1:8765) instead of standard input and output")
 	pos, err := parse(fs, args[1:], nil)
 	if errors.Is(err, flag.ErrHelp) {
@@ -46,7 +48,7 @@ func (a *app) mcpCmd(args []string) error {
 	if err != nil {
 		return err
 	}
-	tb, err := openToolbox(ws)
+	tb, err := openToolbox(ws, o.shellSandbox())
 	if err != nil {
 		return err
 	}

@@ -97,7 +97,7 @@ func (a *app) newSession(ctx context.Context, o *options, sc sessionConfig) (_ *
 			s.close()
 		}
 	}()
-	if s.tb, err = openToolbox(ws); err != nil {
+	if s.tb, err = openToolbox(ws, o.shellSandbox()); err != nil {
 		return nil, err
 	}
 	s.ws = s.tb.files.Dir()

@@ -88,7 +88,7 @@ func (a *app) workerCmd(args []string) error {
 	if err != nil {
 		return err
 	}
-	tb, err := openToolbox(ws)
+	tb, err := openToolbox(ws, o.shellSandbox())
 	if err != nil {
 		return err
 	}
@@ -155,7 +155,7 @@ func (a *app) temporalRun(o *options, prompt string) error {
 	if err != nil {
 		return err
 	}
-	tb, err := openToolbox(ws) // to judge calls the way the worker's tools do
+	tb, err := openToolbox(ws, o.shellSandbox()) // to judge calls the way the worker's tools do
 	if err != nil {
 		return err
 	}

@@ -25,15 +25,16 @@ type toolbox struct {
 	group *mcp.Group
 }
 
-// openToolbox opens the coding tools over ws (an absolute directory).
-func openToolbox(ws string) (*toolbox, error) {
+// openToolbox opens the coding tools over ws (an absolute directory), with
+// box confining bash (nil: unconfined).
+func openToolbox(ws string, box *shell.Sandbox) (*toolbox, error) {
 	files, err := loomfs.New(ws, nil)
 	if err != nil {
 		return nil, usagef("Give --workspace a directory you can read.", "cannot open the workspace %s: %v", ws, err)
 	}
 	return &toolbox{
 		files: files,
-		bash:  shell.New(&shell.Config{Dir: files.Dir()}),
+		bash:  shell.New(&shell.Config{Dir: files.Dir(), Sandbox: box}),
 		fetch: web.New(nil),
 	}, nil
 }

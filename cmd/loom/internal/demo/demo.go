@@ -148,7 +148,7 @@ func (d *demo) tools() (*tool.Set, func()) {
 	if err != nil {
 		panic(err) // the workspace was just made; a failure is a bug
 	}
-	set, err := tool.NewSet(append(files.Tools(), shell.New(&shell.Config{Dir: files.Dir()}))...)
+	set, err := tool.NewSet(append(files.Tools(), shell.New(&shell.Config{Dir: files.Dir(), Sandbox: &shell.Sandbox{}}))...)
 	if err != nil {
 		panic(err)
 	}

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/loomkit/loom/loomtest"
+	"github.com/loomkit/loom/tool/shell"
+)
+
+// loom confines bash by default where the kernel can: a model's command
+// cannot write outside the workspace or read a key through a link it made,
+// even approved with --yes; --sandbox off lifts it (so the test can fail).
+func TestSandboxByDefault(t *testing.T) {
+	if desc, ok := shell.SandboxLevel(); !ok {
+		t.Skipf("no sandbox on this kernel: %s", desc)
+	}
+	for _, mode := range []string{"default", "off"} {
+		t.Run(mode, func(t *testing.T) {
+			h := newHarness(t, loomtest.Config{Turns: []loomtest.Turn{
+				bash("c1", "touch \"$HOME/escaped\""),
+				bash("c2", "ln -s \"$HOME/.ssh/id_rsa\" k && cat k"),
+				loomtest.Text("tried"),
+			}})
+			// A temp dir of its own, so that the sandbox's writable temp
+			// dir does not hold the home.
+			h.env["TMPDIR"] = t.TempDir()
+			if err := os.MkdirAll(filepath.Join(h.home, ".ssh"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(h.home, ".ssh", "id_rsa"), []byte("FAKE-KEY-19af\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			args := []string{"run", "--yes", "--output", "jsonl", "escape"}
+			if mode == "off" {
+				args = append(args, "--sandbox", "off")
+			}
+			r := h.run(args...).want(t, 0)
+			results := ofType(lines(t, r.stdout), "tool_result")
+			if len(results) != 2 {
+				t.Fatalf("tool results: %v", results)
+			}
+			_, err := os.Stat(filepath.Join(h.home, "escaped"))
+			leaked := strings.Contains(results[1]["content"].(string), "FAKE-KEY-19af")
+			if mode == "off" {
+				if err != nil || !leaked {
+					t.Fatalf("unconfined, the commands did not escape (stat %v, results %v): the test checks nothing", err, results)
+				}
+				return
+			}
+			if !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the sandboxed touch made a file outside the workspace (stat: %v)", err)
+			}
+			if leaked {
+				t.Errorf("the sandboxed cat read the key: %v", results[1])
+			}
+			for _, res := range results {
+				if res["is_error"] != true || !strings.Contains(res["content"].(string), "Permission denied") {
+					t.Errorf("result %v, want the kernel's refusal", res)
+				}
+			}
+		})
+	}
+}
+
+func TestSandboxFlagRefusesUnknownModes(t *testing.T) {
+	h := newHarness(t, loomtest.Config{})
+	r := h.run("run", "--sandbox", "maybe", "x").want(t, 2)
+	if !strings.Contains(r.stderr, `"maybe" is not a sandbox mode`) {
+		t.Errorf("stderr: %s", r.stderr)
+	}
+}
