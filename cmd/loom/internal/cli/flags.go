@@ -31,7 +31,6 @@ type options struct {
 	sandbox     string // auto, require or off
 	network     bool   // sandboxed commands may use the network
 
-
 	set map[string]bool // flags given on the command line
 }
 
