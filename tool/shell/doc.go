@@ -26,15 +26,18 @@
 // timeout or a kill makes it an error result, which the model reads and can
 // act on.
 //
-// # What this is not
+// # The policy and the sandbox
 //
 // The policy is a guard, not a sandbox. It reads the command's text; it
 // cannot know what a script, a Makefile, a test or a program built at run
 // time will do, so those are Ask, and a driver that approves every Ask runs
-// them with the user's full rights: reading ~/.ssh, deleting files outside
-// the workspace, reaching the network. Confining a command needs an
-// operating-system sandbox (a container, bubblewrap, Landlock, seatbelt),
-// which loom does not provide. Read-only commands that run without approval
+// them with the user's full rights, unless [Config].Sandbox is set: then,
+// on Linux with Landlock, the kernel confines each command and everything
+// it starts (see [Sandbox]): writes only in the workspace and the temporary
+// and cache directories, no reading of credential files, no network.
+// Without a sandbox (or where the kernel has none) a command can read
+// ~/.ssh, delete files outside the workspace and reach the network.
+// Read-only commands that run without approval
 // still honour their configuration: git status runs core.fsmonitor and git
 // diff runs textconv drivers set in .git/config, so writing .git/config
 // needs approval (a redirect to it is Ask, and so is the file tools' write).
