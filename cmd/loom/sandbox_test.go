@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/loomkit/loom/loomtest"
@@ -71,5 +72,39 @@ func TestSandboxFlagRefusesUnknownModes(t *testing.T) {
 	r := h.run("run", "--sandbox", "maybe", "x").want(t, 2)
 	if !strings.Contains(r.stderr, `"maybe" is not a sandbox mode`) {
 		t.Errorf("stderr: %s", r.stderr)
+	}
+}
+
+// loom resume keeps the run's sandbox: a run started with --sandbox off
+// resumes unconfined (and under the same tool specs, which the resume
+// check compares), one started sandboxed stays sandboxed.
+func TestResumeKeepsSandbox(t *testing.T) {
+	if desc, ok := shell.SandboxLevel(); !ok {
+		t.Skipf("no sandbox on this kernel: %s", desc)
+	}
+	for _, mode := range []string{"auto", "off"} {
+		t.Run(mode, func(t *testing.T) {
+			h := newHarness(t, loomtest.Config{Turns: []loomtest.Turn{
+				bash("c1", "touch started && sleep 37"),
+				bash("c2", "touch \"$HOME/escaped\""),
+				loomtest.Text("done"),
+			}})
+			h.env["TMPDIR"] = t.TempDir()
+			r := h.start("run", "--yes", "--sandbox", mode, "--output", "jsonl", "wait")
+			id := startedRunID(t, r)
+			waitFile(t, filepath.Join(h.ws, "started"))
+			r.cmd.Process.Signal(syscall.SIGINT)
+			r.wait(t).want(t, 130)
+
+			res := h.run("resume", "--yes", "--output", "jsonl", id).want(t, 0)
+			results := ofType(lines(t, res.stdout), "tool_result")
+			_, err := os.Stat(filepath.Join(h.home, "escaped"))
+			if mode == "off" && (err != nil || len(results) != 1 || results[0]["is_error"] == true) {
+				t.Errorf("resumed unconfined run: stat %v, results %v", err, results)
+			}
+			if mode == "auto" && (!errors.Is(err, os.ErrNotExist) || len(results) != 1 || results[0]["is_error"] != true) {
+				t.Errorf("resumed sandboxed run escaped: stat %v, results %v", err, results)
+			}
+		})
 	}
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -163,6 +164,12 @@ func (st settings) apply(o *options) {
 	}
 	if !o.set["mcp"] {
 		o.mcp = st.MCP
+	}
+	if !o.set["sandbox"] {
+		o.sandbox = cmp.Or(st.Sandbox, "off")
+	}
+	if !o.set["allow-network"] {
+		o.network = st.Network
 	}
 	o.graceful = st.Graceful
 }

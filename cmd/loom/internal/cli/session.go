@@ -277,6 +277,8 @@ func (s *session) settingsFor(system string) settings {
 		MCP:        s.o.mcp,
 		ProjectMCP: s.projectMCP,
 		Graceful:   s.o.graceful,
+		Sandbox:    s.o.sandbox,
+		Network:    s.o.network,
 	}
 }
 

@@ -27,6 +27,10 @@ type settings struct {
 	MCP        []string `json:"mcp,omitempty"`         // --mcp values
 	ProjectMCP bool     `json:"project_mcp,omitempty"` // the .mcp.json servers were started
 	Graceful   bool     `json:"graceful,omitempty"`    // the last allowed turn is tool-free
+	// Sandbox is --sandbox; "" (settings saved before loom had one) is
+	// off, the way those runs started.
+	Sandbox string `json:"sandbox,omitempty"`
+	Network bool   `json:"allow_network,omitempty"` // --allow-network
 }
 
 // The store has no place for a driver's own data about a run, so the
