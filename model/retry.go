@@ -25,6 +25,21 @@ type retryObserversKey struct{}
 
 type attemptKey struct{}
 
+type noRetryKey struct{}
+
+// WithoutRetry returns a context under which the Retry middleware makes a
+// single attempt and passes its outcome on unchanged. A driver that
+// retries calls itself (a Temporal activity, say) uses it so that a model
+// wrapped in Retry does not multiply its attempts or hide them.
+func WithoutRetry(ctx context.Context) context.Context {
+	return context.WithValue(ctx, noRetryKey{}, true)
+}
+
+func retryOff(ctx context.Context) bool {
+	off, _ := ctx.Value(noRetryKey{}).(bool)
+	return off
+}
+
 // WithRetryObserver returns a context under which every retry made by the
 // Retry middleware for a call is reported to fn, before its wait, in
 // addition to RetryPolicy.OnRetry. A driver uses it to turn retries into
@@ -155,7 +170,8 @@ func (p RetryPolicy) Backoff(n int) time.Duration {
 // has been yielded, a failure is yielded as the stream's last element and
 // the caller (the driver) decides what to do.
 //
-// A cancelled context stops a wait at once; the call then returns an error
+// Under a context of WithoutRetry it makes one attempt and returns its
+// outcome as it is. A cancelled context stops a wait at once; the call then returns an error
 // matching ctx.Err(). When retries run out the last failure is returned,
 // wrapped with how many attempts were made (errors.As still finds the
 // *Error). Each retry is reported to the observers of WithRetryObserver,
@@ -177,6 +193,9 @@ type retrier struct {
 }
 
 func (r *retrier) generate(ctx context.Context, req llm.Request) (llm.Response, error) {
+	if retryOff(ctx) {
+		return r.next.Generate(ctx, req)
+	}
 	start := time.Now()
 	for attempt := 0; ; attempt++ {
 		resp, err := r.next.Generate(withAttempt(ctx, attempt), req)
@@ -190,6 +209,9 @@ func (r *retrier) generate(ctx context.Context, req llm.Request) (llm.Response, 
 }
 
 func (r *retrier) stream(ctx context.Context, req llm.Request) iter.Seq2[llm.Event, error] {
+	if retryOff(ctx) {
+		return r.next.Stream(ctx, req)
+	}
 	var used atomic.Bool
 	return func(yield func(llm.Event, error) bool) {
 		if used.Swap(true) {

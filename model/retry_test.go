@@ -352,3 +352,27 @@ func TestRetryStream(t *testing.T) {
 		})
 	}
 }
+
+// Under WithoutRetry the middleware makes one attempt and returns its
+// failure as it is, blocking and streaming; without it the same model is
+// retried (so the test can fail).
+func TestWithoutRetry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		overloaded := &model.Error{Kind: model.KindOverloaded, Status: 529}
+		f := &flaky{errs: []error{overloaded}}
+		m := model.Retry(model.RetryPolicy{})(f)
+		_, err := m.Generate(model.WithoutRetry(context.Background()), llm.Request{})
+		if err != overloaded || len(f.times) != 1 {
+			t.Fatalf("Generate: %d attempts, %v; want one attempt and the error itself", len(f.times), err)
+		}
+		s := &eventsModel{attempts: [][]any{{overloaded}, {llm.TextDelta{Text: "hi"}, llm.Finish{Reason: llm.FinishStop}}}}
+		_, _, err = drain(model.Retry(model.RetryPolicy{})(s).Stream(model.WithoutRetry(context.Background()), llm.Request{}))
+		if model.KindOf(err) != model.KindOverloaded || s.calls != 1 {
+			t.Fatalf("Stream: %d calls, %v", s.calls, err)
+		}
+		f = &flaky{errs: []error{overloaded}}
+		if _, err := model.Retry(model.RetryPolicy{})(f).Generate(context.Background(), llm.Request{}); err != nil || len(f.times) != 2 {
+			t.Fatalf("with retries: %d attempts, %v", len(f.times), err)
+		}
+	})
+}

@@ -63,10 +63,11 @@ func CallInfoFrom(ctx context.Context) (CallInfo, bool) {
 // Registry is what a worker can run: models and tools by name, and the
 // blob store the workers of a task queue share.
 type Registry struct {
-	// Models by the name Input.Model uses. Register bare adapters: do not
-	// wrap them in model.Retry, because Temporal retries model calls
-	// (Options.ModelRetry) and a retry inside the activity would multiply
-	// the attempts and hide them from the workflow's history.
+	// Models by the name Input.Model uses. Temporal retries model calls
+	// (Options.ModelRetry), so the activity calls them under
+	// model.WithoutRetry: a model wrapped in model.Retry makes one attempt
+	// per activity attempt, and every attempt shows in the workflow's
+	// history.
 	Models map[string]model.Model
 	// Tools are the tools Input.Tools may name. Nil means none.
 	Tools *tool.Set
@@ -204,7 +205,7 @@ func (a *activities) Model(ctx context.Context, in modelInput) (modelOutput, err
 	}
 	req := in.Request
 	req.Messages, req.Tools = msgs, tools
-	resp, err := m.Generate(ctx, req)
+	resp, err := m.Generate(model.WithoutRetry(ctx), req)
 	if err != nil {
 		return modelOutput{}, modelFailure(err)
 	}

@@ -33,9 +33,10 @@
 // application error whose type carries its Kind ("loom.model.auth"); kinds
 // retrying cannot fix (auth, permission, bad request, not found, quota,
 // context too long, ...) are non-retryable, and a provider's retry-after
-// becomes the next retry's delay. Register bare adapters: retries inside
-// the activity (model.Retry) would multiply Temporal's and hide them from
-// the history. A completed call is never made again: replay reads its
+// becomes the next retry's delay. The call is made under
+// model.WithoutRetry, so a model wrapped in model.Retry makes one attempt
+// per activity attempt instead of multiplying Temporal's retries and
+// hiding them from the history. A completed call is never made again: replay reads its
 // answer from the history.
 //
 // # Tool calls

@@ -100,6 +100,22 @@ func TestRetryableModelErrorRetriedByTemporal(t *testing.T) {
 	}
 }
 
+// A model registered wrapped in model.Retry does not retry inside the
+// activity: each Temporal attempt is one call.
+func TestRetryMiddlewareOffInActivities(t *testing.T) {
+	script := modeltest.NewScript(modeltest.Fail(model.KindOverloaded), modeltest.Fail(model.KindServer), modeltest.Text("third time"))
+	var retried int
+	wrapped := model.Retry(model.RetryPolicy{OnRetry: func(model.RetryInfo) { retried++ }})(script)
+	reg := Registry{Models: map[string]model.Model{"m": wrapped}}
+	resp, err, _ := execute(t, func() *testsuiteEnv { return newEnv(t, reg) }, Input{Model: "m", Run: run.Config{Prompt: llm.UserText("hi")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Output != "third time" || script.Calls() != 3 || retried != 0 {
+		t.Fatalf("output %q after %d model calls, %d retries inside the activity", resp.Output, script.Calls(), retried)
+	}
+}
+
 func TestRetryableModelErrorGivesUp(t *testing.T) {
 	var turns []modeltest.Turn
 	for range 3 {
