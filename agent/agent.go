@@ -178,8 +178,12 @@ type Input struct {
 	History []llm.Message
 	// ConversationID, with Config.Store, names the conversation the run
 	// belongs to: its history is loaded at the start (unless History is
-	// given) and the run's messages are appended to it once, when the run
-	// is done; never after a failure.
+	// given) and the run's messages are appended to it once: when the run
+	// is done, or when it fails for good (turn budget spent, a tool's
+	// machinery broken), its prompt and the turns whose calls were all
+	// answered, so the next run knows what was asked and done. A run that
+	// can still be resumed (cancelled, the model unreachable) appends
+	// nothing until it ends.
 	ConversationID string
 	// RunID names the run; empty means a new id (Config.NewID).
 	RunID string

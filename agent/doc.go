@@ -98,8 +98,10 @@
 // third of Config.ClaimTTL, also during a long tool call), so two
 // processes never drive one run: the second Resume fails with an error
 // matching store.ErrClaimed. A claim left by a process that died lapses
-// after its ttl; a process with the same Config.Owner may take it at once. Conversations (Input.ConversationID) are loaded at the
-// start of a run and appended to exactly once, when the run is done.
+// after its ttl; a process with the same Config.Owner may take it at once.
+// Conversations (Input.ConversationID) are loaded at the start of a run
+// and appended to exactly once, when the run is done or fails for good
+// (then with what it got through: see Input.ConversationID).
 //
 // # Concurrency
 //

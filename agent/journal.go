@@ -292,7 +292,28 @@ func (j *journal) fail(ctx context.Context, x *runner, err error) {
 	if errors.As(err, &ce) {
 		return
 	}
-	j.append(context.WithoutCancel(ctx), x.a, store.KindRunFailed, failedRecord{Error: err.Error()})
+	ctx = context.WithoutCancel(ctx)
+	if j.append(ctx, x.a, store.KindRunFailed, failedRecord{Error: err.Error()}) != nil || x.conv == "" {
+		return
+	}
+	// The conversation goes on from what the run got through, so that its
+	// next run knows what was asked and done: the prompt and the turns
+	// whose calls were all answered.
+	if msgs := answeredPrefix(x.r.History(), len(x.r.History())-len(x.r.Messages())); len(msgs) > 0 {
+		j.s.AppendConversation(ctx, x.conv, x.id, msgs)
+	}
+}
+
+// answeredPrefix returns the messages of hist from index from on, cut
+// after the last point where every tool call has its result (nil when
+// none is).
+func answeredPrefix(hist []llm.Message, from int) []llm.Message {
+	for n := len(hist); n > from; n-- {
+		if llm.CheckHistory(hist[:n]) == nil {
+			return hist[from:n:n]
+		}
+	}
+	return nil
 }
 
 func (j *journal) release(ctx context.Context) {

@@ -17,6 +17,7 @@ import (
 	"github.com/loomkit/loom/model/modeltest"
 	"github.com/loomkit/loom/run"
 	"github.com/loomkit/loom/store"
+	"github.com/loomkit/loom/tool"
 )
 
 type weather struct {
@@ -271,4 +272,70 @@ func TestResumeRefusesWhatItCannotUse(t *testing.T) {
 	if err != nil || res.Output != "x" {
 		t.Fatalf("res = %+v, err = %v", res, err)
 	}
+}
+
+// A run that fails for good adds to its conversation what it got through:
+// its prompt and the turns whose calls were all answered, so the next run
+// knows what was asked and done.
+func TestFailedRunJoinsConversation(t *testing.T) {
+	ctx := context.Background()
+	texts := func(st store.Store) string {
+		h, err := st.History(ctx, "c1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := llm.CheckHistory(h); err != nil {
+			t.Fatalf("the conversation is not a valid history: %v", err)
+		}
+		var out []string
+		for _, m := range h {
+			switch {
+			case len(m.ToolCalls()) > 0:
+				out = append(out, "call")
+			case len(m.ToolResults()) > 0:
+				out = append(out, "result")
+			default:
+				out = append(out, m.Text())
+			}
+		}
+		return strings.Join(out, "|")
+	}
+	t.Run("turn budget spent", func(t *testing.T) {
+		st := store.NewMemory()
+		m := modeltest.NewScript(modeltest.ToolCalls(addCall(1)), modeltest.ToolCalls(addCall(2)), modeltest.Text("next run"))
+		a := agent.New(agent.Config{Model: m, Store: st, Tools: set(t, addTool()), MaxTurns: agent.Limit(2), LoopGuard: agent.LoopGuard{Repeats: -1}})
+		_, err := a.Run(ctx, agent.Input{Prompt: llm.UserText("add twice"), ConversationID: "c1"})
+		if !errors.Is(err, run.ErrMaxTurns) {
+			t.Fatalf("err = %v", err)
+		}
+		if got := texts(st); got != "add twice|call|result|call|result" {
+			t.Fatalf("conversation = %q", got)
+		}
+		if _, err := a.Run(ctx, agent.Input{Prompt: llm.UserText("go on"), ConversationID: "c1"}); err != nil {
+			t.Fatal(err)
+		}
+		if req := m.Requests()[2]; len(req.Messages) != 6 || req.Messages[0].Text() != "add twice" {
+			t.Fatalf("the next run sent %d messages", len(req.Messages))
+		}
+	})
+	t.Run("calls left unanswered", func(t *testing.T) {
+		// A tool's machinery fails in the second turn: that turn's calls
+		// have no results, so the conversation stops before it.
+		st := store.NewMemory()
+		p := &probe{name: "p", effect: llm.EffectReadOnly, onCall: func(_ context.Context, text string) (llm.ToolResult, error) {
+			if text == "broken" {
+				return llm.ToolResult{}, errors.New("the tool's machinery broke")
+			}
+			return tool.TextResult("fine"), nil
+		}}
+		m := modeltest.NewScript(modeltest.ToolCalls(modeltest.Call("", "p", `{"text":"ok"}`)), modeltest.ToolCalls(modeltest.Call("", "p", `{"text":"broken"}`)))
+		a := agent.New(agent.Config{Model: m, Store: st, Tools: set(t, p)})
+		_, err := a.Run(ctx, agent.Input{Prompt: llm.UserText("probe"), ConversationID: "c1"})
+		if err == nil || !strings.Contains(err.Error(), "machinery broke") {
+			t.Fatalf("err = %v", err)
+		}
+		if got := texts(st); got != "probe|call|result" {
+			t.Fatalf("conversation = %q", got)
+		}
+	})
 }
