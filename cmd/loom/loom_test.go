@@ -309,6 +309,15 @@ func TestRunFailures(t *testing.T) {
 		if !strings.Contains(text.stderr, "--max-turns") {
 			t.Errorf("text mode does not say how to give more turns\n%s", text)
 		}
+		// Going on with a new prompt: the new run sees what the failed
+		// one asked and did.
+		id := ls[0]["run_id"].(string)
+		h.run("resume", "--max-turns", "1", id, "sum it up").want(t, 1)
+		reqs := h.srv.Requests()
+		last := reqs[len(reqs)-1].Decoded.Messages
+		if len(last) != 6 || last[0].Text() != "loop" || last[5].Text() != "sum it up" {
+			t.Errorf("the continuing run sent %d messages; want the failed run's 5 and the prompt:\n%s", len(last), h.requestText(len(reqs)-1))
+		}
 	})
 }
 
