@@ -12,23 +12,29 @@ import (
 	"github.com/loomkit/loom/tool/shell"
 )
 
+// sandboxHarness is a harness for sandbox tests, or a skip where the
+// kernel has no sandbox. Its temp dir is its own, so that the sandbox's
+// writable temp dir does not hold the home.
+func sandboxHarness(t *testing.T, turns ...loomtest.Turn) *harness {
+	t.Helper()
+	if desc, ok := shell.SandboxLevel(); !ok {
+		t.Skipf("no sandbox on this kernel: %s", desc)
+	}
+	h := newHarness(t, loomtest.Config{Turns: turns})
+	h.env["TMPDIR"] = t.TempDir()
+	return h
+}
+
 // loom confines bash by default where the kernel can: a model's command
 // cannot write outside the workspace or read a key through a link it made,
 // even approved with --yes; --sandbox off lifts it (so the test can fail).
 func TestSandboxByDefault(t *testing.T) {
-	if desc, ok := shell.SandboxLevel(); !ok {
-		t.Skipf("no sandbox on this kernel: %s", desc)
-	}
 	for _, mode := range []string{"default", "off"} {
 		t.Run(mode, func(t *testing.T) {
-			h := newHarness(t, loomtest.Config{Turns: []loomtest.Turn{
+			h := sandboxHarness(t,
 				bash("c1", "touch \"$HOME/escaped\""),
 				bash("c2", "ln -s \"$HOME/.ssh/id_rsa\" k && cat k"),
-				loomtest.Text("tried"),
-			}})
-			// A temp dir of its own, so that the sandbox's writable temp
-			// dir does not hold the home.
-			h.env["TMPDIR"] = t.TempDir()
+				loomtest.Text("tried"))
 			if err := os.MkdirAll(filepath.Join(h.home, ".ssh"), 0o700); err != nil {
 				t.Fatal(err)
 			}
@@ -79,17 +85,12 @@ func TestSandboxFlagRefusesUnknownModes(t *testing.T) {
 // resumes unconfined (and under the same tool specs, which the resume
 // check compares), one started sandboxed stays sandboxed.
 func TestResumeKeepsSandbox(t *testing.T) {
-	if desc, ok := shell.SandboxLevel(); !ok {
-		t.Skipf("no sandbox on this kernel: %s", desc)
-	}
 	for _, mode := range []string{"auto", "off"} {
 		t.Run(mode, func(t *testing.T) {
-			h := newHarness(t, loomtest.Config{Turns: []loomtest.Turn{
+			h := sandboxHarness(t,
 				bash("c1", "touch started && sleep 37"),
 				bash("c2", "touch \"$HOME/escaped\""),
-				loomtest.Text("done"),
-			}})
-			h.env["TMPDIR"] = t.TempDir()
+				loomtest.Text("done"))
 			r := h.start("run", "--yes", "--sandbox", mode, "--output", "jsonl", "wait")
 			id := startedRunID(t, r)
 			waitFile(t, filepath.Join(h.ws, "started"))
