@@ -187,6 +187,11 @@ type Input struct {
 	ConversationID string
 	// RunID names the run; empty means a new id (Config.NewID).
 	RunID string
+	// Meta, with Config.Store, is the application's own data about the
+	// run (any JSON value of at most store.MaxMeta bytes: settings to
+	// rebuild the agent with on resume, a user id, labels), kept with the
+	// run and returned in store.RunInfo.Meta.
+	Meta json.RawMessage
 	// OnEvent, when set, gets every event of a Run, on the goroutine that
 	// called Run (Stream yields them instead and ignores OnEvent).
 	OnEvent func(Event)

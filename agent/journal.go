@@ -118,7 +118,7 @@ func createJournal(ctx context.Context, a *Agent, id string, rc run.Config, in I
 		prompt = strings.ToValidUTF8(prompt[:store.MaxPromptSummary], "")
 	}
 	rec := createdRecord{
-		RunHeader: store.RunHeader{Model: rc.Model, Prompt: prompt, ConversationID: in.ConversationID},
+		RunHeader: store.RunHeader{Model: rc.Model, Prompt: prompt, ConversationID: in.ConversationID, Meta: in.Meta},
 		Format:    JournalFormat,
 		RunID:     id,
 		Digest:    a.digest,

@@ -87,6 +87,16 @@ func (a *Agent) newRun(ctx context.Context, in Input, out *outputSchema, emit fu
 	if in.ConversationID != "" && a.cfg.Store == nil {
 		return nil, &ConfigError{Field: "Input.ConversationID", Reason: "is set but Config.Store is nil; conversations live in the store"}
 	}
+	if in.Meta != nil {
+		switch {
+		case a.cfg.Store == nil:
+			return nil, &ConfigError{Field: "Input.Meta", Reason: "is set but Config.Store is nil; it is kept with the run in the store"}
+		case !json.Valid(in.Meta):
+			return nil, &ConfigError{Field: "Input.Meta", Reason: "is not valid JSON"}
+		case len(in.Meta) > store.MaxMeta:
+			return nil, &ConfigError{Field: "Input.Meta", Reason: fmt.Sprintf("holds %d bytes, more than the store's limit of %d", len(in.Meta), store.MaxMeta)}
+		}
+	}
 	x := &runner{a: a, id: in.RunID, src: src, output: out, emitf: emit, conv: in.ConversationID}
 	if x.id == "" {
 		x.id = a.newID()

@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"iter"
 	"strings"
@@ -338,4 +339,53 @@ func TestFailedRunJoinsConversation(t *testing.T) {
 			t.Fatalf("conversation = %q", got)
 		}
 	})
+}
+
+// Input.Meta is kept with the run and comes back from the store; bad meta
+// is a config error before anything runs.
+func TestInputMeta(t *testing.T) {
+	ctx := context.Background()
+	st := store.NewMemory()
+	m := modeltest.NewScript(modeltest.Text("ok"))
+	a := agent.New(agent.Config{Model: m, Store: st})
+	res, err := a.Run(ctx, agent.Input{Prompt: llm.UserText("hi"), Meta: json.RawMessage(`{"user":"ann"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, err := st.Get(ctx, res.RunID); err != nil || info.Meta != `{"user":"ann"}` {
+		t.Fatalf("meta %q, %v", info.Meta, err)
+	}
+	for name, tc := range map[string]struct {
+		cfg  agent.Config
+		meta string
+	}{
+		"no store":  {agent.Config{Model: m}, `{}`},
+		"not JSON":  {agent.Config{Model: m, Store: st}, `{"user":`},
+		"too large": {agent.Config{Model: m, Store: st}, `"` + strings.Repeat("x", store.MaxMeta) + `"`},
+	} {
+		_, err := agent.New(tc.cfg).Run(ctx, agent.Input{Prompt: llm.UserText("hi"), Meta: json.RawMessage(tc.meta)})
+		if ce := mustAs[*agent.ConfigError](t, err); ce.Field != "Input.Meta" {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if m.Calls() != 1 {
+		t.Errorf("%d model calls; bad meta must stop a run before it starts", m.Calls())
+	}
+}
+
+func TestStartConfig(t *testing.T) {
+	ctx := context.Background()
+	st := store.NewMemory()
+	a := agent.New(agent.Config{Model: modeltest.NewScript(modeltest.Text("ok")), Store: st, System: "Be brief.", Tools: set(t, addTool())})
+	res, err := a.Run(ctx, agent.Prompt("hi"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := agent.StartConfig(ctx, st, res.RunID)
+	if err != nil || cfg.System != "Be brief." || cfg.Prompt.Text() != "hi" || len(cfg.Tools) != 1 || cfg.Tools[0].Name != "add" {
+		t.Fatalf("StartConfig = %+v, %v", cfg, err)
+	}
+	if _, err := agent.StartConfig(ctx, st, "run_missing"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a missing run: %v", err)
+	}
 }

@@ -19,23 +19,9 @@ import (
 // intents and results of a batch that was never committed are kept for
 // prefill.
 func (x *runner) replay(recs []store.Record) error {
-	if recs[0].Kind != store.KindRunCreated {
-		return fmt.Errorf("record 1 is %s, want %s", recs[0].Kind, store.KindRunCreated)
-	}
-	// The format first: a journal of another format may well hold
-	// members this build does not know, and the format says why.
-	var head struct {
-		Format int `json:"format"`
-	}
-	if err := recs[0].Decode(&head); err != nil {
-		return fmt.Errorf("record 1 (%s): %w", recs[0].Kind, err)
-	}
-	if head.Format != JournalFormat {
-		return fmt.Errorf("the journal is format %d; this build reads format %d", head.Format, JournalFormat)
-	}
-	var created createdRecord
-	if err := decodeData(recs[0], &created); err != nil {
-		return fmt.Errorf("record 1 (%s): %w", recs[0].Kind, err)
+	created, err := decodeCreated(recs[0])
+	if err != nil {
+		return err
 	}
 	if created.Digest != x.a.digest {
 		return fmt.Errorf("the agent's config (model name, system prompt, tools or limits) differs from the run's; resume it with the agent that started it")
@@ -328,4 +314,47 @@ func outputFromShape(shape *llm.OutputShape) (*outputSchema, error) {
 	}
 	os.shape = shape
 	return os, nil
+}
+
+// StartConfig returns the machine config a stored run started with (model
+// name, system prompt, tools, limits, input and prompt), read from its
+// journal's first record. A driver rebuilding the agent to Resume a run
+// takes the system prompt from it, since Resume refuses an agent whose
+// config differs from the run's.
+func StartConfig(ctx context.Context, s store.Store, runID string) (run.Config, error) {
+	recs, err := s.Load(ctx, runID, 0)
+	if err != nil {
+		return run.Config{}, err
+	}
+	if len(recs) == 0 {
+		return run.Config{}, store.NotFound(runID)
+	}
+	created, err := decodeCreated(recs[0])
+	if err != nil {
+		return run.Config{}, fmt.Errorf("agent: run %s: %w", runID, err)
+	}
+	return created.Config, nil
+}
+
+// decodeCreated decodes a journal's first record.
+func decodeCreated(rec store.Record) (createdRecord, error) {
+	if rec.Kind != store.KindRunCreated {
+		return createdRecord{}, fmt.Errorf("record 1 is %s, want %s", rec.Kind, store.KindRunCreated)
+	}
+	// The format first: a journal of another format may well hold
+	// members this build does not know, and the format says why.
+	var head struct {
+		Format int `json:"format"`
+	}
+	if err := rec.Decode(&head); err != nil {
+		return createdRecord{}, fmt.Errorf("record 1 (%s): %w", rec.Kind, err)
+	}
+	if head.Format != JournalFormat {
+		return createdRecord{}, fmt.Errorf("the journal is format %d; this build reads format %d", head.Format, JournalFormat)
+	}
+	var created createdRecord
+	if err := decodeData(rec, &created); err != nil {
+		return createdRecord{}, fmt.Errorf("record 1 (%s): %w", rec.Kind, err)
+	}
+	return created, nil
 }

@@ -101,7 +101,14 @@ type RunHeader struct {
 	Model          string `json:"model,omitempty"`
 	Prompt         string `json:"prompt,omitempty"`
 	ConversationID string `json:"conversation_id,omitempty"`
+	// Meta is the application's own data about the run: any JSON value
+	// of at most MaxMeta bytes, kept as given and returned in RunInfo.Meta
+	// (a CLI's settings, a user id, labels).
+	Meta json.RawMessage `json:"meta,omitempty"`
 }
+
+// MaxMeta bounds RunHeader.Meta, in bytes.
+const MaxMeta = 64 << 10
 
 // runEnd is what the store reads from a run_failed record.
 type runEnd struct {

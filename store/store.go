@@ -111,6 +111,7 @@ type RunInfo struct {
 	Prompt         string // first line of the header's prompt, at most MaxPromptSummary bytes
 	ConversationID string // from the run_created header
 	Error          string // from the run_failed record while the run is failed, if it said
+	Meta           string // the header's Meta as JSON text, as given ("" when none)
 
 	Owner string // holder of a live claim, or ""
 }
@@ -140,6 +141,12 @@ func (info *RunInfo) Apply(runID string, rec Record) error {
 				return invalidf("run %q: run_created data must be a JSON object whose model, prompt and conversation_id members, if present, are strings: %v", runID, err)
 			}
 		}
+		if len(h.Meta) > MaxMeta {
+			return invalidf("run %q: run_created meta holds %d bytes, more than the limit of %d", runID, len(h.Meta), MaxMeta)
+		}
+		if string(h.Meta) == "null" {
+			h.Meta = nil
+		}
 		*info = RunInfo{
 			ID:             runID,
 			Status:         StatusRunning,
@@ -147,6 +154,7 @@ func (info *RunInfo) Apply(runID string, rec Record) error {
 			Model:          h.Model,
 			Prompt:         summarizePrompt(h.Prompt),
 			ConversationID: h.ConversationID,
+			Meta:           string(h.Meta),
 		}
 	case KindModelTurn:
 		info.Turns++

@@ -154,8 +154,17 @@ func TestSchema1Database(t *testing.T) {
 	}
 	s := mustOpen(t, path)
 	checkFixtures(t, s, fixtures, conv)
-	// The old database takes new records.
+	// The old database takes new records, and new runs with metadata,
+	// which its runs did not have.
 	if _, err := s.Append(ctx, "finished", 6, note(`"after"`)); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := s.Append(ctx, "with-meta", 0, created(t, store.RunHeader{Meta: json.RawMessage(`{"k":"v"}`)})); err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]string{"finished": "", "with-meta": `{"k":"v"}`} {
+		if info, err := s.Get(ctx, id); err != nil || info.Meta != want {
+			t.Errorf("Get(%s): meta %q (%v), want %q", id, info.Meta, err, want)
+		}
 	}
 }

@@ -13,23 +13,34 @@ import (
 	"github.com/loomkit/loom/store"
 )
 
-const infoColumns = `id, status, created, updated, last_seq, turns, model, prompt, conversation_id, error`
+// summaryColumns are the columns Append reads and writes; infoColumns add
+// meta, which only the first record sets, so appends never copy it.
+const (
+	summaryColumns = `id, status, created, updated, last_seq, turns, model, prompt, conversation_id, error`
+	infoColumns    = summaryColumns + `, meta`
+)
 
 type scanner interface{ Scan(dest ...any) error }
 
-// scanInfo reads infoColumns (and, if owner is non-nil, one more column).
-func scanInfo(row scanner, owner *string) (store.RunInfo, error) {
+// scanInfo reads summaryColumns, then meta if withMeta, then the owner if
+// owner is non-nil.
+func scanInfo(row scanner, withMeta bool, owner *string) (store.RunInfo, error) {
 	var info store.RunInfo
 	var status string
 	var created, updated int64
 	dest := []any{&info.ID, &status, &created, &updated, &info.LastSeq, &info.Turns,
 		&info.Model, &info.Prompt, &info.ConversationID, &info.Error}
+	var meta []byte
+	if withMeta {
+		dest = append(dest, &meta)
+	}
 	if owner != nil {
 		dest = append(dest, owner)
 	}
 	if err := row.Scan(dest...); err != nil {
 		return store.RunInfo{}, err
 	}
+	info.Meta = string(meta)
 	info.Status = store.Status(status)
 	info.Created = time.Unix(0, created).UTC()
 	info.Updated = time.Unix(0, updated).UTC()
@@ -49,7 +60,7 @@ func (s *Store) Append(ctx context.Context, runID string, expectedSeq int64, rec
 	var info store.RunInfo
 	err = s.write(ctx, func(tx *sql.Tx) error {
 		var err error
-		info, err = scanInfo(tx.QueryRowContext(ctx, `SELECT `+infoColumns+` FROM runs WHERE id = ?`, runID), nil)
+		info, err = scanInfo(tx.QueryRowContext(ctx, `SELECT `+summaryColumns+` FROM runs WHERE id = ?`, runID), false, nil)
 		exists := err == nil
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
@@ -74,8 +85,12 @@ func (s *Store) Append(ctx context.Context, runID string, expectedSeq int64, rec
 			_, err = tx.ExecContext(ctx, `UPDATE runs SET status = ?, created = ?, updated = ?, last_seq = ?, turns = ?,
 				model = ?, prompt = ?, conversation_id = ?, error = ? WHERE id = ?`, args...)
 		} else {
+			var meta any // NULL for none
+			if info.Meta != "" {
+				meta = []byte(info.Meta)
+			}
 			_, err = tx.ExecContext(ctx, `INSERT INTO runs (status, created, updated, last_seq, turns,
-				model, prompt, conversation_id, error, id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args...)
+				model, prompt, conversation_id, error, id, meta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, append(args, meta)...)
 		}
 		if err != nil {
 			return err
@@ -180,7 +195,7 @@ func (s *Store) Get(ctx context.Context, runID string) (store.RunInfo, error) {
 	var owner string
 	info, err := scanInfo(s.db.QueryRowContext(ctx,
 		`SELECT `+infoColumns+`, coalesce((SELECT owner FROM claims WHERE run_id = runs.id AND expires > ?), '')
-		FROM runs WHERE id = ?`, time.Now().UnixNano(), runID), &owner)
+		FROM runs WHERE id = ?`, time.Now().UnixNano(), runID), true, &owner)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.RunInfo{}, store.NotFound(runID)
 	}
@@ -222,7 +237,7 @@ func (s *Store) List(ctx context.Context, f store.Filter) ([]store.RunInfo, erro
 	var out []store.RunInfo
 	for rows.Next() {
 		var owner string
-		info, err := scanInfo(rows, &owner)
+		info, err := scanInfo(rows, true, &owner)
 		if err != nil {
 			return nil, s.fail("list runs", err)
 		}

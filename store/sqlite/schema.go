@@ -59,6 +59,8 @@ CREATE TABLE conversation_messages (
 ) STRICT;
 CREATE INDEX conversation_messages_by_run ON conversation_messages (conversation_id, run_id, pos);
 `,
+	// 2: the application's data about a run (store.RunHeader.Meta).
+	`ALTER TABLE runs ADD COLUMN meta BLOB;`,
 }
 
 // SchemaVersion is the newest database schema this build knows.

@@ -21,7 +21,7 @@
 // The suite checks ordering and dense numbering, optimistic conflicts,
 // atomic batches, argument checks, record versions, large records, claims and
 // their expiry, concurrent appenders and claimers (exactly one wins), run
-// listing and status, conversations, use after Close and cancelled contexts.
+// listing and status, run metadata, conversations, use after Close and cancelled contexts.
 package storetest
 
 import (
@@ -61,6 +61,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"ClaimExpiry", testClaimExpiry},
 		{"ConcurrentClaims", testConcurrentClaims},
 		{"RunInfo", testRunInfo},
+		{"Meta", testMeta},
 		{"Statuses", testStatuses},
 		{"List", testList},
 		{"Conversations", testConversations},
@@ -949,5 +950,38 @@ func testCancelledContext(t *testing.T, newStore func(t *testing.T) store.Store)
 	}
 	if h, err := s.History(ctx, "c"); err != nil || len(h) != 0 {
 		t.Fatalf("a cancelled AppendConversation stored messages: %v %v", h, err)
+	}
+}
+
+// testMeta: a run's header Meta comes back from Get and List as given,
+// unchanged by later records; "null" is none; an oversized one is refused
+// with nothing written.
+func testMeta(t *testing.T, newStore func(t *testing.T) store.Store) {
+	s := newStore(t)
+	meta := `{"model":"openai:x","labels":["a","b"],"n":1.5,"s":"\u00e9 \"q\""}`
+	last := mustAppend(t, s, "r", 0, created(t, store.RunHeader{Model: "m", Meta: json.RawMessage(meta)}))
+	mustAppend(t, s, "r", last, rec(store.KindModelTurn, `{}`), rec(store.KindRunFinished, `{}`))
+	mustAppend(t, s, "plain", 0, created(t, store.RunHeader{}))
+	mustAppend(t, s, "null", 0, created(t, store.RunHeader{Meta: json.RawMessage(`null`)}))
+	info, err := s.Get(ctx, "r")
+	if err != nil || info.Meta != meta {
+		t.Fatalf("Get: meta %q (%v), want %q", info.Meta, err, meta)
+	}
+	list, err := s.List(ctx, store.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, i := range list {
+		got[i.ID] = i.Meta
+	}
+	if got["r"] != meta || got["plain"] != "" || got["null"] != "" || len(got) != 3 {
+		t.Fatalf("List metas: %q", got)
+	}
+	big := json.RawMessage(`"` + strings.Repeat("x", store.MaxMeta) + `"`)
+	_, err = s.Append(ctx, "big", 0, created(t, store.RunHeader{Meta: big}))
+	wantError(t, "an oversized meta", err, store.ErrInvalid)
+	if _, err := s.Get(ctx, "big"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a refused run exists: %v", err)
 	}
 }

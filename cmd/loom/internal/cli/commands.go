@@ -88,7 +88,7 @@ func (a *app) resumeCmd(args []string) error {
 		st.Close()
 		return err
 	}
-	saved, ok, err := loadSettings(ctx, st, info.ID)
+	saved, ok, err := loadSettings(ctx, st, info)
 	if err != nil {
 		st.Close()
 		return usagef("", "%v", err)

@@ -62,7 +62,7 @@ func (a *app) runsCmd(args []string) error {
 			status = string(store.StatusInterrupted)
 		}
 		modelName := r.Model
-		if saved, ok, err := loadSettings(ctx, st, r.ID); err == nil && ok {
+		if saved, ok, err := parseSettings(ctx, st, r); err == nil && ok {
 			modelName = saved.Model
 		}
 		rows[i] = row{ID: r.ID, Status: status, Started: r.Created, Turns: r.Turns, Model: modelName, Prompt: r.Prompt, Error: r.Error}

@@ -296,12 +296,11 @@ func (s *session) start(ctx context.Context, prompt, conv string, history []llm.
 	if err != nil {
 		return agent.Result{}, err
 	}
-	if err := saveSettings(ctx, s.st, runID, s.settingsFor(system)); err != nil {
-		s.sink.Start(runID, s.ms.spec, false)
-		s.sink.Fail(runID, err, false)
-		return agent.Result{}, &exitError{code: ExitFailed}
+	meta, err := s.settingsFor(system).meta()
+	if err != nil {
+		return agent.Result{}, err
 	}
-	in := agent.Input{Prompt: llm.UserText(prompt), History: history, ConversationID: conv, RunID: runID}
+	in := agent.Input{Prompt: llm.UserText(prompt), History: history, ConversationID: conv, RunID: runID, Meta: meta}
 	var seq iter.Seq2[agent.Event, error]
 	if s.o.noStream {
 		seq = blocking(func(on func(agent.Event)) error {
