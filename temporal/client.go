@@ -29,7 +29,8 @@ type Handle struct {
 
 // Start starts a run: the workflow WorkflowName with in, on
 // opts.TaskQueue (empty: DefaultQueue) under opts.ID (empty: "loom-"
-// followed by 16 random letters and digits). in is checked first (see
+// followed by 16 random letters and digits), with the model's name and
+// the prompt's first line in its memo (MemoModel, MemoPrompt) for List. in is checked first (see
 // Input.Validate); the workers check the model and tool names when the
 // run starts, and the run fails with an *InputError if they lack one.
 func Start(ctx context.Context, c client.Client, in Input, opts client.StartWorkflowOptions) (*Handle, error) {
@@ -42,6 +43,11 @@ func Start(ctx context.Context, c client.Client, in Input, opts client.StartWork
 	if opts.ID == "" {
 		opts.ID = "loom-" + rand.Text()[:16]
 	}
+	memo := map[string]any{MemoModel: in.Model, MemoPrompt: promptLine(in.Run)}
+	for k, v := range opts.Memo {
+		memo[k] = v
+	}
+	opts.Memo = memo
 	wr, err := c.ExecuteWorkflow(ctx, opts, WorkflowName, in)
 	if err != nil {
 		return nil, fmt.Errorf("temporal: starting the run: %w", err)

@@ -117,7 +117,7 @@ func (h *harness) withStore(args []string) []string {
 	switch args[0] {
 	case "run", "resume", "runs":
 		for _, a := range args {
-			if a == "--store" || strings.HasPrefix(a, "--store=") {
+			if a == "--store" || strings.HasPrefix(a, "--store=") || a == "--temporal" {
 				return args
 			}
 		}

@@ -64,6 +64,32 @@ func TestTemporalRun(t *testing.T) {
 	if sys := h.srv.Requests()[0].Decoded.System; !strings.Contains(sys, "You are loom") {
 		t.Errorf("the system prompt did not reach the model: %q", sys)
 	}
+	// loom runs --temporal lists it (the server's listing lags a moment).
+	id := first["run_id"]
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var row map[string]any
+		for _, l := range lines(t, h.run("runs", "--temporal", addr, "--limit", "0", "--output", "jsonl").want(t, 0).stdout) {
+			if l["id"] == id {
+				row = l
+			}
+		}
+		if row["status"] == "done" {
+			if row["model"] != "openai:test-model" || row["prompt"] != "read and touch" || row["turns"] != nil {
+				t.Errorf("loom runs --temporal: %v", row)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("loom runs --temporal does not list %v as done: %v", id, row)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	text := h.run("runs", "--temporal", addr).want(t, 0)
+	if !strings.Contains(text.stdout, fmt.Sprint(id)) || !strings.Contains(text.stdout, "read and touch") {
+		t.Errorf("loom runs --temporal in text:\n%s", text)
+	}
+	h.run("runs", "--temporal", addr, "--store", h.store).want(t, 2)
 }
 
 func TestTemporalApprove(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/loomkit/loom/store"
+	"github.com/loomkit/loom/temporal"
 )
 
 // runsCmd is "loom runs": the stored runs, newest first.
@@ -20,6 +21,7 @@ func (a *app) runsCmd(args []string) error {
 	fs := flag.NewFlagSet("runs", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	storePath := fs.String("store", "", "the SQLite file runs are checkpointed to (default: $XDG_STATE_HOME/loom/loom.db)")
+	temporalAddr := fs.String("temporal", "", "list the runs on the Temporal server at HOST:PORT instead (started with loom run --temporal)")
 	limit := fs.Int("limit", 20, "show at most this many runs (0: all)")
 	var output outputFlag = "text"
 	fs.Var(&output, "output", "text or jsonl (one JSON object per run)")
@@ -36,36 +38,27 @@ func (a *app) runsCmd(args []string) error {
 	if *limit < 0 {
 		return usagef("", "--limit %d is negative", *limit)
 	}
-	st, err := openStore(*storePath)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
 	ctx := context.Background()
-	runs, err := st.List(ctx, store.Filter{Limit: *limit})
-	if err != nil {
-		return fmt.Errorf("cannot list runs: %w", err)
-	}
-	type row struct {
-		ID      string    `json:"id"`
-		Status  string    `json:"status"`
-		Started time.Time `json:"started"`
-		Turns   int       `json:"turns"`
-		Model   string    `json:"model"`
-		Prompt  string    `json:"prompt"`
-		Error   string    `json:"error,omitempty"`
-	}
-	rows := make([]row, len(runs))
-	for i, r := range runs {
-		status := string(r.Status)
-		if r.Status == store.StatusRunning && ownerGone(r.Owner) {
-			status = string(store.StatusInterrupted)
+	var rows []runRow
+	where := ""
+	if *temporalAddr != "" {
+		if *storePath != "" {
+			return usagef("", "--store and --temporal name two places to list runs from: give one")
 		}
-		modelName := r.Model
-		if saved, ok, err := parseSettings(ctx, st, r); err == nil && ok {
-			modelName = saved.Model
+		where = "on the Temporal server at " + *temporalAddr
+		if rows, err = a.temporalRuns(ctx, *temporalAddr, *limit); err != nil {
+			return err
 		}
-		rows[i] = row{ID: r.ID, Status: status, Started: r.Created, Turns: r.Turns, Model: modelName, Prompt: r.Prompt, Error: r.Error}
+	} else {
+		st, err := openStore(*storePath)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		where = "in " + st.Path()
+		if rows, err = storedRuns(ctx, st, *limit); err != nil {
+			return err
+		}
 	}
 	out := a.env.Stdout
 	if output == "jsonl" {
@@ -76,16 +69,71 @@ func (a *app) runsCmd(args []string) error {
 		return nil
 	}
 	if len(rows) == 0 {
-		fmt.Fprintf(a.env.Stderr, "no runs in %s yet\n", st.Path())
+		fmt.Fprintf(a.env.Stderr, "no runs %s yet\n", where)
 		return nil
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATUS\tSTARTED\tTURNS\tMODEL\tPROMPT")
 	for _, r := range rows {
+		turns := "-"
+		if r.Turns != nil {
+			turns = strconv.Itoa(*r.Turns)
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Status, r.Started.Local().Format("2006-01-02 15:04"),
-			strconv.Itoa(r.Turns), r.Model, oneLine(r.Prompt, 60))
+			turns, r.Model, oneLine(r.Prompt, 60))
 	}
 	return tw.Flush()
+}
+
+// runRow is a line of loom runs. Turns is nil where it is not known (runs
+// on Temporal, whose listing does not count them).
+type runRow struct {
+	ID      string    `json:"id"`
+	Status  string    `json:"status"`
+	Started time.Time `json:"started"`
+	Turns   *int      `json:"turns,omitempty"`
+	Model   string    `json:"model"`
+	Prompt  string    `json:"prompt"`
+	Error   string    `json:"error,omitempty"`
+}
+
+// storedRuns are the newest runs of st.
+func storedRuns(ctx context.Context, st store.Store, limit int) ([]runRow, error) {
+	runs, err := st.List(ctx, store.Filter{Limit: limit})
+	if err != nil {
+		return nil, fmt.Errorf("cannot list runs: %w", err)
+	}
+	rows := make([]runRow, len(runs))
+	for i, r := range runs {
+		status := string(r.Status)
+		if r.Status == store.StatusRunning && ownerGone(r.Owner) {
+			status = string(store.StatusInterrupted)
+		}
+		modelName := r.Model
+		if saved, ok, err := parseSettings(ctx, st, r); err == nil && ok {
+			modelName = saved.Model
+		}
+		rows[i] = runRow{ID: r.ID, Status: status, Started: r.Created, Turns: &r.Turns, Model: modelName, Prompt: r.Prompt, Error: r.Error}
+	}
+	return rows, nil
+}
+
+// temporalRuns are the newest runs on the Temporal server at addr.
+func (a *app) temporalRuns(ctx context.Context, addr string, limit int) ([]runRow, error) {
+	c, err := a.dialTemporal(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	runs, err := temporal.List(ctx, c, limit)
+	if err != nil {
+		return nil, fmt.Errorf("cannot list the runs on %s: %w", addr, err)
+	}
+	rows := make([]runRow, len(runs))
+	for i, r := range runs {
+		rows[i] = runRow{ID: r.ID, Status: r.Status, Started: r.Started, Model: r.Model, Prompt: r.Prompt}
+	}
+	return rows, nil
 }
 
 func oneLine(s string, max int) string {
