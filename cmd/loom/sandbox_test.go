@@ -109,3 +109,26 @@ func TestResumeKeepsSandbox(t *testing.T) {
 		})
 	}
 }
+
+// --sandbox-write opens one more directory to sandboxed commands, and
+// only that one.
+func TestSandboxWriteFlag(t *testing.T) {
+	h := sandboxHarness(t,
+		bash("c1", "touch \"$HOME/extra/made\" && touch \"$HOME/elsewhere\""),
+		loomtest.Text("ok"))
+	extra := filepath.Join(h.home, "extra")
+	if err := os.Mkdir(extra, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := h.run("run", "--yes", "--output", "jsonl", "--sandbox-write", extra, "write").want(t, 0)
+	res := ofType(lines(t, r.stdout), "tool_result")
+	if _, err := os.Stat(filepath.Join(extra, "made")); err != nil {
+		t.Errorf("the --sandbox-write directory was not writable: %v %v", err, res)
+	}
+	if _, err := os.Stat(filepath.Join(h.home, "elsewhere")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a write next to it got through: %v", err)
+	}
+	if len(res) != 1 || res[0]["is_error"] != true {
+		t.Errorf("results %v", res)
+	}
+}

@@ -36,9 +36,9 @@ import (
 // enforces.
 type Sandbox struct {
 	// Write lists directories commands may change besides the workspace.
-	// nil is the temporary directory and the user's cache directory (where
-	// build caches such as Go's live); an empty, non-nil list allows the
-	// workspace only.
+	// nil is [DefaultWrite]: the temporary directory and the user's cache
+	// directory (where build caches such as Go's live); an empty, non-nil
+	// list allows the workspace only.
 	Write []string
 	// Hide lists files and directories commands may neither read nor
 	// change, even inside the workspace or a Write directory. nil is
@@ -70,6 +70,17 @@ func DefaultHidden(home string) []string {
 	return append(out, "/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-",
 		"/etc/sudoers", "/etc/sudoers.d", "/etc/ssh/ssh_host_rsa_key", "/etc/ssh/ssh_host_ecdsa_key",
 		"/etc/ssh/ssh_host_ed25519_key", "/etc/ssh/ssh_host_dsa_key")
+}
+
+// DefaultWrite returns the directories a sandbox lets commands change by
+// default, besides the workspace: the temporary directory and the user's
+// cache directory.
+func DefaultWrite() []string {
+	dirs := []string{os.TempDir()}
+	if d, err := os.UserCacheDir(); err == nil {
+		dirs = append(dirs, d)
+	}
+	return dirs
 }
 
 // SandboxLevel describes what a [Sandbox] enforces on this machine:
@@ -137,10 +148,7 @@ func (s *Sandbox) plan(dir string) (*sandboxPlan, error) {
 	}
 	p.write = s.Write
 	if p.write == nil {
-		p.write = []string{os.TempDir()}
-		if d, err := os.UserCacheDir(); err == nil {
-			p.write = append(p.write, d)
-		}
+		p.write = DefaultWrite()
 	}
 	p.hide = s.Hide
 	if p.hide == nil {

@@ -171,6 +171,9 @@ func (st settings) apply(o *options) {
 	if !o.set["allow-network"] {
 		o.network = st.Network
 	}
+	if !o.set["sandbox-write"] {
+		o.writable = st.Writable
+	}
 	o.graceful = st.Graceful
 }
 

@@ -28,8 +28,9 @@ type options struct {
 	graceful    bool // the last allowed model call is tool-free (interactive sessions)
 	temporal    string
 	queue       string
-	sandbox     string // auto, require or off
-	network     bool   // sandboxed commands may use the network
+	sandbox     string   // auto, require or off
+	network     bool     // sandboxed commands may use the network
+	writable    []string // more directories sandboxed commands may change
 
 	set map[string]bool // flags given on the command line
 }
@@ -90,6 +91,7 @@ func sandboxFlags(fs *flag.FlagSet, o *options) {
 	o.sandbox = "auto"
 	fs.Var((*sandboxFlag)(&o.sandbox), "sandbox", "how bash commands are confined by the kernel (Linux Landlock): auto (when the kernel can), require (refuse to run commands otherwise) or off; confined commands write only in the workspace and temporary directories, cannot read credential files and have no network")
 	fs.BoolVar(&o.network, "allow-network", false, "let sandboxed bash commands open network connections")
+	fs.Var((*multiFlag)(&o.writable), "sandbox-write", "a directory sandboxed bash commands may change besides the workspace and the temporary and cache directories, such as ~/.npm (repeatable)")
 }
 
 // shellSandbox is the bash tool's sandbox for o's flags (nil: off).
@@ -97,7 +99,11 @@ func (o *options) shellSandbox() *shell.Sandbox {
 	if o.sandbox == "off" {
 		return nil
 	}
-	return &shell.Sandbox{Require: o.sandbox == "require", Network: o.network}
+	box := &shell.Sandbox{Require: o.sandbox == "require", Network: o.network}
+	if len(o.writable) > 0 {
+		box.Write = append(shell.DefaultWrite(), o.writable...)
+	}
+	return box
 }
 
 // agentFlags returns the flag set of a command that runs the agent.

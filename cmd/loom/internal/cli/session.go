@@ -279,6 +279,7 @@ func (s *session) settingsFor(system string) settings {
 		Graceful:   s.o.graceful,
 		Sandbox:    s.o.sandbox,
 		Network:    s.o.network,
+		Writable:   s.o.writable,
 	}
 }
 

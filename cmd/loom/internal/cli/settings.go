@@ -34,8 +34,9 @@ type settings struct {
 	Graceful   bool     `json:"graceful,omitempty"`    // the last allowed turn is tool-free
 	// Sandbox is --sandbox; "" (settings saved before loom had one) is
 	// off, the way those runs started.
-	Sandbox string `json:"sandbox,omitempty"`
-	Network bool   `json:"allow_network,omitempty"` // --allow-network
+	Sandbox  string   `json:"sandbox,omitempty"`
+	Network  bool     `json:"allow_network,omitempty"` // --allow-network
+	Writable []string `json:"sandbox_write,omitempty"` // --sandbox-write values
 }
 
 // meta returns st as a run's store metadata.

@@ -17,7 +17,7 @@ import (
 func TestSettingsRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	st := store.NewMemory()
-	want := settings{Model: "openai:m", Workspace: "/w", System: "You are loom.\nUse tabs.", SystemFlag: "x", MaxTurns: 7, Sandbox: "require", Network: true}
+	want := settings{Model: "openai:m", Workspace: "/w", System: "You are loom.\nUse tabs.", SystemFlag: "x", MaxTurns: 7, Sandbox: "require", Network: true, Writable: []string{"/cache"}}
 	meta, err := want.meta()
 	if err != nil {
 		t.Fatal(err)
@@ -36,7 +36,8 @@ func TestSettingsRoundTrip(t *testing.T) {
 	}
 	got, ok, err := loadSettings(ctx, st, info)
 	want.Format = settingsFormat
-	if err != nil || !ok || got.System != want.System || got.Model != want.Model || got.Sandbox != "require" || !got.Network || got.MaxTurns != 7 {
+	if err != nil || !ok || got.System != want.System || got.Model != want.Model || got.Sandbox != "require" || !got.Network || got.MaxTurns != 7 ||
+		len(got.Writable) != 1 || got.Writable[0] != "/cache" {
 		t.Fatalf("loadSettings = %+v, %v, %v; want %+v", got, ok, err, want)
 	}
 
