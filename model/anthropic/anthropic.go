@@ -135,18 +135,7 @@ func New(cfg Config) *Model {
 	if m.maxTokens <= 0 {
 		m.maxTokens = DefaultMaxTokens
 	}
-	switch {
-	case m.idle == 0:
-		m.idle = wire.DefaultIdleTimeout
-	case m.idle < 0:
-		m.idle = 0
-	}
-	switch {
-	case m.timeout == 0:
-		m.timeout = DefaultTimeout
-	case m.timeout < 0:
-		m.timeout = 0
-	}
+	m.idle, m.timeout = wire.Limits(m.idle, m.timeout, DefaultTimeout)
 	version := cfg.Version
 	if version == "" {
 		version = DefaultVersion

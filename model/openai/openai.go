@@ -168,18 +168,7 @@ func New(cfg Config) *Model {
 		base = DefaultBaseURL
 	}
 	m.url = strings.TrimRight(base, "/") + "/chat/completions"
-	switch {
-	case m.idle == 0:
-		m.idle = wire.DefaultIdleTimeout
-	case m.idle < 0:
-		m.idle = 0
-	}
-	switch {
-	case m.timeout == 0:
-		m.timeout = DefaultTimeout
-	case m.timeout < 0:
-		m.timeout = 0
-	}
+	m.idle, m.timeout = wire.Limits(m.idle, m.timeout, DefaultTimeout)
 	m.header = make(http.Header, len(cfg.Headers)+2)
 	m.header.Set("Accept", "application/json")
 	if cfg.APIKey != "" {

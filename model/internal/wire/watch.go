@@ -106,3 +106,19 @@ func (b *watchedBody) Read(p []byte) (int, error) {
 }
 
 func (b *watchedBody) Close() error { return b.body.Close() }
+
+// Limits resolves an adapter's IdleTimeout and Timeout settings: 0 is the
+// default (DefaultIdleTimeout, defaultTimeout), a negative value disables
+// the limit (0 here).
+func Limits(idle, timeout, defaultTimeout time.Duration) (time.Duration, time.Duration) {
+	resolve := func(d, def time.Duration) time.Duration {
+		switch {
+		case d == 0:
+			return def
+		case d < 0:
+			return 0
+		}
+		return d
+	}
+	return resolve(idle, DefaultIdleTimeout), resolve(timeout, defaultTimeout)
+}

@@ -407,3 +407,16 @@ func TestWatchCallerCancel(t *testing.T) {
 		}
 	})
 }
+
+func TestLimits(t *testing.T) {
+	for _, c := range []struct{ idle, timeout, wantIdle, wantTimeout time.Duration }{
+		{0, 0, DefaultIdleTimeout, 7 * time.Minute},
+		{-1, -1, 0, 0},
+		{time.Second, 2 * time.Second, time.Second, 2 * time.Second},
+	} {
+		idle, timeout := Limits(c.idle, c.timeout, 7*time.Minute)
+		if idle != c.wantIdle || timeout != c.wantTimeout {
+			t.Errorf("Limits(%v, %v) = %v, %v; want %v, %v", c.idle, c.timeout, idle, timeout, c.wantIdle, c.wantTimeout)
+		}
+	}
+}
