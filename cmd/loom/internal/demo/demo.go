@@ -142,13 +142,19 @@ func (d *demo) text() *ui.Text {
 	return &ui.Text{Out: d.out, Err: d.out, Color: d.color, Indent: "   "}
 }
 
-// tools returns loom's file tools and bash over the workspace.
+// tools returns loom's file tools and bash over the workspace, bash in
+// loom's default sandbox.
 func (d *demo) tools() (*tool.Set, func()) {
+	return d.toolsIn(&shell.Sandbox{})
+}
+
+// toolsIn is tools with bash in box.
+func (d *demo) toolsIn(box *shell.Sandbox) (*tool.Set, func()) {
 	files, err := loomfs.New(d.ws, nil)
 	if err != nil {
 		panic(err) // the workspace was just made; a failure is a bug
 	}
-	set, err := tool.NewSet(append(files.Tools(), shell.New(&shell.Config{Dir: files.Dir(), Sandbox: &shell.Sandbox{}}))...)
+	set, err := tool.NewSet(append(files.Tools(), shell.New(&shell.Config{Dir: files.Dir(), Sandbox: box}))...)
 	if err != nil {
 		panic(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/loomkit/loom/model/anthropic"
 	"github.com/loomkit/loom/model/openai"
 	"github.com/loomkit/loom/run"
+	"github.com/loomkit/loom/tool/shell"
 )
 
 var scenarios = []scenario{
@@ -25,6 +26,7 @@ var scenarios = []scenario{
 	{"401: a wrong key is not retried", authNotRetried},
 	{"A sandbox escape is refused, and a looping model is stopped by the turn budget", sandboxAndBudget},
 	{"A dangerous command is refused even though every call is approved", dangerousRefused},
+	{"bash follows a link it made to a key outside the workspace: the kernel refuses", kernelSandbox},
 	{"A coding task: write a script, run it, fix it, run it again", codingTask},
 }
 
@@ -280,6 +282,56 @@ func dangerousRefused(ctx context.Context, d *demo) {
 	}
 	d.check(err == nil, "the run went on after the refusal")
 	d.check(result.IsError && strings.Contains(strings.ToLower(result.Content), "refused"), "the bash call was refused before anything ran: %q", firstLine(result.Content))
+}
+
+func kernelSandbox(ctx context.Context, d *demo) {
+	level, ok := shell.SandboxLevel()
+	if !ok {
+		d.say("%s", d.style(yellow, "skipped: this machine has no sandbox for bash ("+level+"); there, loom run --sandbox require refuses to run commands"))
+		return
+	}
+	// A key outside the workspace, in a directory the sandbox hides (loom
+	// hides ~/.ssh, ~/.aws and the like; the demo does not touch yours).
+	keys, err := os.MkdirTemp("", "loom-demo-keys-")
+	if err != nil {
+		d.check(false, "a directory for the demo key: %v", err)
+		return
+	}
+	defer os.RemoveAll(keys)
+	const secret = "DEMO-PRIVATE-KEY-do-not-leak"
+	os.WriteFile(filepath.Join(keys, "id_ed25519"), []byte(secret+"\n"), 0o600)
+	cmd := "ln -s " + filepath.Join(keys, "id_ed25519") + " key && cat key"
+	srv := loomtest.Start(loomtest.Config{OpenAI: []loomtest.Turn{
+		loomtest.ToolCalls(loomtest.Call("call_1", "bash", fmt.Sprintf(`{"command":%q}`, cmd))),
+		loomtest.Text("The key could not be read: the sandbox refused it."),
+	}})
+	defer srv.Close()
+	tools, done := d.toolsIn(&shell.Sandbox{Hide: []string{keys}, Write: []string{}})
+	defer done()
+	a := agent.New(agent.Config{
+		Model:     openai.New(openai.Config{BaseURL: srv.OpenAIURL(), Model: "demo-gpt"}),
+		ModelName: "demo-gpt",
+		Tools:     tools,
+		Approver:  agent.AllowAll, // like loom run --yes: approval does not lift the sandbox
+		Retry:     fastRetries,
+	})
+	d.say("%s", d.style(dim, "(sandbox: "+level+")"))
+	_, events, err := d.drive(ctx, a, "Print the deploy key.", true, "openai:demo-gpt")
+	var result llm.ToolResult
+	for _, ev := range events {
+		if r, ok := ev.(agent.ToolResult); ok {
+			result = r.Result
+		}
+	}
+	leaked := false
+	for _, r := range srv.Requests() {
+		leaked = leaked || strings.Contains(string(r.Body), secret)
+	}
+	_, linked := os.Lstat(filepath.Join(d.ws, "key"))
+	os.Remove(filepath.Join(d.ws, "key"))
+	d.check(err == nil && linked == nil, "the approved command ran: it made the link in the workspace")
+	d.check(result.IsError && strings.Contains(result.Content, "Permission denied"), "reading through it was refused by the kernel: %q", firstLine(result.Content))
+	d.check(!leaked, "nothing of the key reached the server")
 }
 
 func codingTask(ctx context.Context, d *demo) {
