@@ -20,6 +20,10 @@ func sampleMessages() []Message {
 		{Role: RoleUser, Parts: []Part{
 			ToolResult{CallID: "call_1", Name: "read_file", Content: "1\tpackage main"},
 			ToolResult{CallID: "call_1_2", Name: "bash", Content: "arguments are not valid JSON", IsError: true},
+			ToolResult{CallID: "call_1_3", Name: "screenshot", Content: "[image 1: image/png, 4 bytes]", Images: []Image{
+				{Data: []byte{0x89, 'P', 'N', 'G'}, MediaType: "image/png"},
+				{URL: "https://example.com/b.jpg"},
+			}},
 			Text{Text: "also look at this"},
 			Image{URL: "https://example.com/a.png"},
 			Image{Data: []byte{0x89, 'P', 'N', 'G'}, MediaType: "image/png"},
@@ -62,15 +66,42 @@ func TestMessageJSONShape(t *testing.T) {
 	}
 }
 
+// A result without images encodes as before images existed; one with
+// images carries them untagged, data in standard base64.
+func TestToolResultJSONShape(t *testing.T) {
+	cases := []struct {
+		part Part
+		want string
+	}{
+		{ToolResult{CallID: "c", Content: "ok"}, `{"type":"tool_result","call_id":"c","content":"ok"}`},
+		{ToolResult{CallID: "c", Content: "ok", Images: []Image{}}, `{"type":"tool_result","call_id":"c","content":"ok"}`},
+		{ToolResult{CallID: "c", Content: "shot", Images: []Image{{Data: []byte("\x89PNG"), MediaType: "image/png"}, {URL: "https://x/y.png"}}},
+			`{"type":"tool_result","call_id":"c","content":"shot","images":[{"data":"iVBORw==","media_type":"image/png"},{"url":"https://x/y.png"}]}`},
+	}
+	for _, c := range cases {
+		data, err := MarshalPart(c.part)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(data) != c.want {
+			t.Errorf("got  %s\nwant %s", data, c.want)
+		}
+	}
+}
+
 func TestMessageJSONRefusesUnknown(t *testing.T) {
 	cases := map[string]string{
-		"unknown part type":  `{"role":"user","parts":[{"type":"video","url":"x"}]}`,
-		"unknown part field": `{"role":"user","parts":[{"type":"text","text":"a","bold":true}]}`,
-		"unknown role":       `{"role":"system","parts":[]}`,
-		"parts without role": `{"role":"","parts":[{"type":"text","text":"a"}]}`,
-		"untyped part":       `{"role":"user","parts":[{"text":"a"}]}`,
-		"unknown field":      `{"role":"user","parts":[],"name":"x"}`,
-		"not an object":      `[1]`,
+		"unknown part type":               `{"role":"user","parts":[{"type":"video","url":"x"}]}`,
+		"unknown part field":              `{"role":"user","parts":[{"type":"text","text":"a","bold":true}]}`,
+		"unknown role":                    `{"role":"system","parts":[]}`,
+		"parts without role":              `{"role":"","parts":[{"type":"text","text":"a"}]}`,
+		"untyped part":                    `{"role":"user","parts":[{"text":"a"}]}`,
+		"unknown field":                   `{"role":"user","parts":[],"name":"x"}`,
+		"not an object":                   `[1]`,
+		"unknown image field in a result": `{"role":"user","parts":[{"type":"tool_result","call_id":"c","content":"","images":[{"url":"u","alt":"a"}]}]}`,
+		"tagged image in a result":        `{"role":"user","parts":[{"type":"tool_result","call_id":"c","content":"","images":[{"type":"image","url":"u"}]}]}`,
+		"images not an array":             `{"role":"user","parts":[{"type":"tool_result","call_id":"c","content":"","images":{"url":"u"}}]}`,
+		"image data not base64":           `{"role":"user","parts":[{"type":"tool_result","call_id":"c","content":"","images":[{"data":"!!","media_type":"image/png"}]}]}`,
 	}
 	for name, doc := range cases {
 		var m Message

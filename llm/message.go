@@ -185,11 +185,19 @@ func jsonKind(v any) string {
 
 // ToolResult answers the tool call with id CallID. A failed tool is still a
 // result: IsError is set and Content says what went wrong.
+//
+// Images are pictures the tool returned (a screenshot, a chart). They are
+// sent to the model with the result where the provider allows images in a
+// tool result (Anthropic), and right after the results otherwise (OpenAI
+// Chat Completions, whose tool messages take text only). Each needs a URL,
+// or data and a media type (see CheckImages). Content should still say in
+// words what the images are, for consumers that read text only.
 type ToolResult struct {
-	CallID  string `json:"call_id"`
-	Name    string `json:"name,omitempty"`
-	Content string `json:"content"`
-	IsError bool   `json:"is_error,omitempty"`
+	CallID  string  `json:"call_id"`
+	Name    string  `json:"name,omitempty"`
+	Content string  `json:"content"`
+	IsError bool    `json:"is_error,omitempty"`
+	Images  []Image `json:"images,omitempty"`
 }
 
 // Image is a picture given by URL, or by its bytes and media type.
