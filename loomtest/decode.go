@@ -294,22 +294,15 @@ func anthropicMessage(n int, m antInMessage, check bool) (llm.Message, []string,
 					return msg, nil, fmt.Errorf("%s: tool_result blocks must come first in the content of a user message; text must come after all tool results", where)
 				}
 			}
-			content, err := toolResultContent(b.Content)
+			r, err := toolResult(where, b, check)
 			if err != nil {
-				return msg, nil, fmt.Errorf("%s.tool_result.content: %v", where, err)
+				return msg, nil, err
 			}
-			msg.Parts = append(msg.Parts, llm.ToolResult{CallID: b.ToolUseID, Content: content, IsError: b.IsError})
+			msg.Parts = append(msg.Parts, r)
 		case "image":
-			img := llm.Image{}
-			if b.Source != nil {
-				img.MediaType, img.URL = b.Source.MediaType, b.Source.URL
-				if b.Source.Data != "" {
-					data, err := base64.StdEncoding.DecodeString(b.Source.Data)
-					if err != nil {
-						return msg, nil, fmt.Errorf("%s.image.source.data: invalid base64: %v", where, err)
-					}
-					img.Data = data
-				}
+			img, err := anthropicImage(where, b, check)
+			if err != nil {
+				return msg, nil, err
 			}
 			msg.Parts = append(msg.Parts, img)
 			sawOther = true
@@ -322,27 +315,108 @@ func anthropicMessage(n int, m antInMessage, check bool) (llm.Message, []string,
 	return msg, uses, nil
 }
 
-func toolResultContent(raw json.RawMessage) (string, error) {
-	raw = bytes.TrimSpace(raw)
+// toolResult decodes a tool_result block: its content is a string, or
+// an array of text, image, document and search_result blocks (the text
+// joined, the images kept). A result marked is_error may hold only text.
+func toolResult(where string, b antInBlock, check bool) (llm.ToolResult, error) {
+	r := llm.ToolResult{CallID: b.ToolUseID, IsError: b.IsError}
+	raw := bytes.TrimSpace(b.Content)
 	if len(raw) == 0 || string(raw) == "null" {
-		return "", nil
+		return r, nil
 	}
 	if raw[0] == '"' {
-		var s string
-		err := json.Unmarshal(raw, &s)
-		return s, err
+		err := json.Unmarshal(raw, &r.Content)
+		if err != nil {
+			err = fmt.Errorf("%s.tool_result.content: %v", where, err)
+		}
+		return r, err
 	}
 	var blocks []antInBlock
 	if err := json.Unmarshal(raw, &blocks); err != nil {
-		return "", err
+		return r, fmt.Errorf("%s.tool_result.content: Input should be a valid string or list of content blocks: %v", where, err)
 	}
-	var b strings.Builder
-	for _, bl := range blocks {
-		if bl.Type == "text" && bl.Text != nil {
-			b.WriteString(*bl.Text)
+	var text strings.Builder
+	for k, bl := range blocks {
+		at := fmt.Sprintf("%s.tool_result.content.%d", where, k)
+		switch bl.Type {
+		case "text":
+			if bl.Text == nil {
+				return r, fmt.Errorf("%s.text.text: Field required", at)
+			}
+			if check && *bl.Text == "" {
+				return r, fmt.Errorf("%s: text content blocks must be non-empty", at)
+			}
+			text.WriteString(*bl.Text)
+		case "image":
+			if check && b.IsError {
+				return r, fmt.Errorf("%s.tool_result: all content must be type 'text' if 'is_error' is true", where)
+			}
+			img, err := anthropicImage(at, bl, check)
+			if err != nil {
+				return r, err
+			}
+			r.Images = append(r.Images, img)
+		case "document", "search_result":
+			if check && b.IsError {
+				return r, fmt.Errorf("%s.tool_result: all content must be type 'text' if 'is_error' is true", where)
+			}
+		default:
+			if check {
+				return r, fmt.Errorf("%s.type: Input tag '%s' found using 'type' does not match any of the expected tags: 'text', 'image', 'search_result', 'document'", at, bl.Type)
+			}
 		}
 	}
-	return b.String(), nil
+	r.Content = text.String()
+	return r, nil
+}
+
+// Anthropic's limits on an image block.
+const (
+	maxAnthropicImageBase64 = 5 << 20 // bytes of base64, not of the image
+)
+
+var anthropicImageTypes = []string{"image/jpeg", "image/png", "image/gif", "image/webp"}
+
+// anthropicImage decodes an image block, refusing (when checking) what the
+// API refuses: no source, a media type it does not take, empty or
+// invalid base64 data, more than 5 MB of base64, a url source without url.
+func anthropicImage(where string, b antInBlock, check bool) (llm.Image, error) {
+	var img llm.Image
+	src := b.Source
+	if src == nil {
+		if check {
+			return img, fmt.Errorf("%s.image.source: Field required", where)
+		}
+		return img, nil
+	}
+	img.MediaType, img.URL = src.MediaType, src.URL
+	switch {
+	case !check:
+	case src.Type == "base64":
+		if !slices.Contains(anthropicImageTypes, src.MediaType) {
+			return img, fmt.Errorf("%s.image.source.base64.media_type: Input should be 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'", where)
+		}
+		if src.Data == "" {
+			return img, fmt.Errorf("%s.image.source.base64: image cannot be empty", where)
+		}
+		if len(src.Data) > maxAnthropicImageBase64 {
+			return img, fmt.Errorf("%s.image.source.base64: image exceeds 5 MB maximum: %d bytes > %d bytes", where, len(src.Data), maxAnthropicImageBase64)
+		}
+	case src.Type == "url":
+		if src.URL == "" {
+			return img, fmt.Errorf("%s.image.source.url.url: Field required", where)
+		}
+	default:
+		return img, fmt.Errorf("%s.image.source: Input tag '%s' found using 'type' does not match any of the expected tags: 'base64', 'url', 'file'", where, src.Type)
+	}
+	if src.Data != "" {
+		data, err := base64.StdEncoding.DecodeString(src.Data)
+		if err != nil {
+			return img, fmt.Errorf("%s.image.source.base64.data: invalid base64: %v", where, err)
+		}
+		img.Data = data
+	}
+	return img, nil
 }
 
 // --- OpenAI Chat Completions requests ---
@@ -482,6 +556,9 @@ func decodeOpenAI(body []byte, rec *Request, check bool) error {
 			}
 			inResults = false
 		}
+		if check && m.Role != "user" && hasImageURL(m.Content) {
+			return fmt.Errorf("Invalid 'messages[%d]'. Image URLs are only allowed for messages with role 'user', but this message with role '%s' contains an image URL.", n, m.Role)
+		}
 		switch m.Role {
 		case "system", "developer":
 			s, err := openAIText(m.Content)
@@ -490,9 +567,9 @@ func decodeOpenAI(body []byte, rec *Request, check bool) error {
 			}
 			system = append(system, s)
 		case "user":
-			msg, err := openAIUser(m.Content)
+			msg, err := openAIUser(n, m.Content, check)
 			if err != nil {
-				return fmt.Errorf("Invalid 'messages[%d].content': %v", n, err)
+				return err
 			}
 			d.Messages = append(d.Messages, msg)
 		case "assistant":
@@ -576,34 +653,98 @@ func openAIText(raw json.RawMessage) (string, error) {
 	return b.String(), nil
 }
 
-func openAIUser(raw json.RawMessage) (llm.Message, error) {
+type oaiPart struct {
+	Type     string `json:"type"`
+	Text     string `json:"text"`
+	ImageURL *struct {
+		URL string `json:"url"`
+	} `json:"image_url"`
+}
+
+// hasImageURL reports whether content is an array holding an image_url
+// part, which only user messages may hold.
+func hasImageURL(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '[' {
+		return false
+	}
+	var parts []oaiPart
+	if json.Unmarshal(raw, &parts) != nil {
+		return false
+	}
+	for _, p := range parts {
+		if p.Type == "image_url" {
+			return true
+		}
+	}
+	return false
+}
+
+// openAIImageTypes are the formats the API takes in a data: URL.
+var openAIImageTypes = []string{"image/png", "image/jpeg", "image/gif", "image/webp"}
+
+// openAIUser decodes a user message. An image_url part keeps its URL; when
+// checking, a part without image_url or url, and a data: URL that is not
+// base64 of a format the API takes, are refused.
+func openAIUser(n int, raw json.RawMessage, check bool) (llm.Message, error) {
 	msg := llm.Message{Role: llm.RoleUser}
 	raw = bytes.TrimSpace(raw)
 	if len(raw) > 0 && raw[0] == '"' {
 		var s string
 		err := json.Unmarshal(raw, &s)
 		msg.Parts = []llm.Part{llm.Text{Text: s}}
+		if err != nil {
+			err = fmt.Errorf("Invalid 'messages[%d].content': %v", n, err)
+		}
 		return msg, err
 	}
-	var parts []struct {
-		Type     string `json:"type"`
-		Text     string `json:"text"`
-		ImageURL struct {
-			URL string `json:"url"`
-		} `json:"image_url"`
-	}
+	var parts []oaiPart
 	if err := json.Unmarshal(raw, &parts); err != nil {
-		return msg, fmt.Errorf("expected a string or an array of content parts: %v", err)
+		return msg, fmt.Errorf("Invalid 'messages[%d].content': expected a string or an array of content parts: %v", n, err)
 	}
-	for _, p := range parts {
+	for k, p := range parts {
 		switch p.Type {
 		case "text":
 			msg.Parts = append(msg.Parts, llm.Text{Text: p.Text})
 		case "image_url":
-			msg.Parts = append(msg.Parts, llm.Image{URL: p.ImageURL.URL})
+			var url string
+			if p.ImageURL != nil {
+				url = p.ImageURL.URL
+			}
+			if check {
+				if err := checkImageURL(fmt.Sprintf("messages[%d].content[%d].image_url.url", n, k), url); err != nil {
+					return msg, err
+				}
+			}
+			msg.Parts = append(msg.Parts, llm.Image{URL: url})
+		default:
+			if check {
+				return msg, fmt.Errorf("Invalid value: '%s'. Supported values are: 'text', 'image_url', 'input_audio', 'refusal', and 'file'.", p.Type)
+			}
 		}
 	}
 	return msg, nil
+}
+
+func checkImageURL(param, url string) error {
+	if url == "" {
+		return fmt.Errorf("Missing required parameter: '%s'.", param)
+	}
+	rest, ok := strings.CutPrefix(url, "data:")
+	if !ok {
+		return nil // an http(s) URL: the API fetches it
+	}
+	mediaType, data, ok := strings.Cut(rest, ";base64,")
+	if !ok {
+		return fmt.Errorf("Invalid '%s'. Expected a base64-encoded data URL with an image MIME type (e.g. 'data:image/png;base64,aW1nIGJ5dGVzIGhlcmU='), but got a value of length %d.", param, len(url))
+	}
+	if !slices.Contains(openAIImageTypes, mediaType) {
+		return fmt.Errorf("Invalid '%s'. Expected a base64-encoded data URL with an image MIME type (e.g. 'data:image/png;base64,aW1nIGJ5dGVzIGhlcmU='), but got unsupported MIME type '%s'.", param, mediaType)
+	}
+	if _, err := base64.StdEncoding.DecodeString(data); err != nil || data == "" {
+		return errors.New("You uploaded an unsupported image. Please make sure your image is valid.")
+	}
+	return nil
 }
 
 // peekStream reads the top-level "stream" flag and OpenAI's

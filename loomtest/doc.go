@@ -21,8 +21,11 @@
 // Endpoints: POST /v1/chat/completions (OpenAI) and POST /v1/messages
 // (Anthropic). Requests are checked like the vendors check them (required
 // fields, tool-call pairing, id and tool-name patterns, the system prompt's
-// place) and refused with the vendor's 400 when they break a rule, without
-// taking a turn; Config.Lenient turns the checks off.
+// place, where images may go and their formats and sizes) and refused with
+// the vendor's 400 when they break a rule, without taking a turn;
+// Config.Lenient turns the checks off. Images inside an Anthropic
+// tool_result are decoded into the result's Images; OpenAI image parts
+// keep their URL (a data: URL as it came).
 //
 // Turns are taken in arrival order from the shared script, or from a
 // format's own script, or made per request by Config.Func. The server is

@@ -343,6 +343,49 @@ func TestDecodesToolRoundTrip(t *testing.T) {
 	}
 }
 
+// Images of tool results: inside Anthropic's tool_result content, and in
+// the OpenAI user message that follows the tool messages.
+func TestDecodesResultImages(t *testing.T) {
+	srv := loomtest.Start(loomtest.Config{Turns: []loomtest.Turn{loomtest.Text("a"), loomtest.Text("b")}})
+	defer srv.Close()
+	post(t, srv, loomtest.Anthropic, `{"model":"m","max_tokens":10,"messages":[
+		{"role":"user","content":"go"},
+		{"role":"assistant","content":[{"type":"tool_use","id":"a1","name":"shot","input":{}},{"type":"tool_use","id":"a2","name":"shot","input":{}},{"type":"tool_use","id":"a3","name":"shot","input":{}}]},
+		{"role":"user","content":[
+			{"type":"tool_result","tool_use_id":"a1","content":[{"type":"text","text":"one"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw=="}}]},
+			{"type":"tool_result","tool_use_id":"a2","content":[{"type":"image","source":{"type":"url","url":"https://x/y.png"}}]},
+			{"type":"tool_result","tool_use_id":"a3","is_error":true,"content":[{"type":"text","text":"failed"}]},
+			{"type":"text","text":"Images from the result of call a3:"},
+			{"type":"image","source":{"type":"base64","media_type":"image/gif","data":"R0lG"}}]}]}`)
+	post(t, srv, loomtest.OpenAI, `{"model":"m","messages":[{"role":"user","content":"go"},
+		{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"shot","arguments":"{}"}}]},
+		{"role":"tool","tool_call_id":"c1","content":"one"},
+		{"role":"user","content":[{"type":"text","text":"Images from the result of call c1 (shot):"},{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw=="}}]}]}`)
+	reqs := srv.Requests()
+	for _, r := range reqs {
+		if r.Err != nil {
+			t.Fatalf("%s refused: %v", r.Format, r.Err)
+		}
+	}
+	wantA := llm.Message{Role: llm.RoleUser, Parts: []llm.Part{
+		llm.ToolResult{CallID: "a1", Content: "one", Images: []llm.Image{{Data: []byte("\x89PNG"), MediaType: "image/png"}}},
+		llm.ToolResult{CallID: "a2", Images: []llm.Image{{URL: "https://x/y.png"}}},
+		llm.ToolResult{CallID: "a3", Content: "failed", IsError: true},
+		llm.Text{Text: "Images from the result of call a3:"},
+		llm.Image{Data: []byte("GIF"), MediaType: "image/gif"},
+	}}
+	if got := reqs[0].Decoded.Messages[2]; !reflect.DeepEqual(got, wantA) {
+		t.Fatalf("anthropic decoded\n%+v\nwant\n%+v", got, wantA)
+	}
+	wantO := []llm.Message{
+		{Role: llm.RoleUser, Parts: []llm.Part{llm.ToolResult{CallID: "c1", Content: "one"}}},
+		{Role: llm.RoleUser, Parts: []llm.Part{llm.Text{Text: "Images from the result of call c1 (shot):"}, llm.Image{URL: "data:image/png;base64,iVBORw=="}}},
+	}
+	if got := reqs[1].Decoded.Messages[2:]; !reflect.DeepEqual(got, wantO) {
+		t.Fatalf("openai decoded\n%+v\nwant\n%+v", got, wantO)
+	}
+}
+
 func TestRefusesWhatTheVendorRefuses(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -369,6 +412,24 @@ func TestRefusesWhatTheVendorRefuses(t *testing.T) {
 			"signature: Field required"},
 		{"tool name", loomtest.Anthropic, `{"model":"m","max_tokens":5,"tools":[{"name":"fs.read/file","input_schema":{"type":"object"}}],"messages":[{"role":"user","content":"hi"}]}`,
 			"tools.0.custom.name"},
+		{"image in a failed result", loomtest.Anthropic, `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"x","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","is_error":true,"content":[{"type":"text","text":"failed"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw=="}}]}]}]}`,
+			"messages.2.content.0.tool_result: all content must be type 'text' if 'is_error' is true"},
+		{"tool_use inside a result", loomtest.Anthropic, `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"x","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"tool_use","id":"t2","name":"x","input":{}}]}]}]}`,
+			"messages.2.content.0.tool_result.content.0.type: Input tag 'tool_use'"},
+		{"empty text in a result", loomtest.Anthropic, `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"x","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":""}]}]}]}`,
+			"tool_result.content.0: text content blocks must be non-empty"},
+		{"image media type", loomtest.Anthropic, `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/svg+xml","data":"PHN2Zz4="}}]}]}`,
+			"messages.0.content.0.image.source.base64.media_type: Input should be 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'"},
+		{"empty image in a result", loomtest.Anthropic, `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"x","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":""}}]}]}]}`,
+			"messages.2.content.0.tool_result.content.0.image.source.base64: image cannot be empty"},
+		{"image over 5 MB of base64", loomtest.Anthropic, `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"` + strings.Repeat("AAAA", 5<<20/4+1) + `"}}]}]}`,
+			"image exceeds 5 MB maximum: 5242884 bytes"},
+		{"image in a tool message", loomtest.OpenAI, `{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"x","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":[{"type":"text","text":"shot"},{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw=="}}]}]}`,
+			"Invalid 'messages[2]'. Image URLs are only allowed for messages with role 'user', but this message with role 'tool' contains an image URL."},
+		{"data URL of another type", loomtest.OpenAI, `{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:application/pdf;base64,JVBERg=="}}]}]}`,
+			"Invalid 'messages[0].content[0].image_url.url'. Expected a base64-encoded data URL with an image MIME type"},
+		{"image part without url", loomtest.OpenAI, `{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{}}]}]}`,
+			"Missing required parameter: 'messages[0].content[0].image_url.url'."},
 		{"missing tool message", loomtest.OpenAI, `{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"x","arguments":"{}"}}]},{"role":"user","content":"next"}]}`,
 			"The following tool_call_ids did not have response messages: c1"},
 		{"orphan tool message", loomtest.OpenAI, `{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"tool","tool_call_id":"c1","content":"x"}]}`,
