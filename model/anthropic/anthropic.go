@@ -11,16 +11,24 @@
 // offered, with any). Assistant turns carry their text, thinking (with its
 // signature; thinking without one, from another provider, is left out),
 // redacted thinking and tool_use blocks. All tool results of a turn go in
-// one user message, as tool_result blocks before any text. Tool-call ids
-// are made to match ^[a-zA-Z0-9_-]+$ by SanitizeID, the same way for a call
-// and its result. A call whose arguments are not one JSON object (a
-// malformed call, which was never run) is sent with input {}.
+// one user message, as tool_result blocks before any text. A result with
+// Images has as content an array: a text block (when the text is not
+// empty), then an image block per image (base64 source for bytes, url
+// source for a URL). A failed result may hold only text (is_error), so
+// its images follow the results of the message, after a text block
+// "Images from the result of call <id> (<name>):". Tool-call ids are made
+// to match ^[a-zA-Z0-9_-]+$ by SanitizeID, the same way for a call and its
+// result. A call whose arguments are not one JSON object (a malformed
+// call, which was never run) is sent with input {}.
 //
 // Before anything is sent, the history is checked with llm.CheckHistory: a
 // tool call without its result, or a result without its call, is refused
 // with a *model.Error of KindBadRequest wrapping the *llm.HistoryError, so a
-// request the API would reject never leaves. The body is encoded once, in
-// one pass, and can be replayed by the transport (GetBody).
+// request the API would reject never leaves. Likewise llm.CheckImages
+// refuses an image, as a part or in a result, with neither data nor a URL
+// or with data but no media type (wrapping the *llm.ImageError). Formats
+// and sizes are the API's to check. The body is encoded once, in one pass,
+// and can be replayed by the transport (GetBody).
 //
 // # Responses
 //

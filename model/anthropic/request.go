@@ -12,6 +12,7 @@ import (
 
 	"github.com/loomkit/loom/llm"
 	"github.com/loomkit/loom/model"
+	"github.com/loomkit/loom/model/internal/wire"
 )
 
 // encodeRequest writes the Messages request body for req in one pass: the
@@ -20,6 +21,9 @@ import (
 func (m *Model) encodeRequest(req llm.Request, stream bool, op string) ([]byte, error) {
 	if err := llm.CheckHistory(req.Messages); err != nil {
 		return nil, &model.Error{Kind: model.KindBadRequest, Op: op, Message: "the history breaks tool-call pairing; the request was not sent", Err: err}
+	}
+	if err := llm.CheckImages(req.Messages); err != nil {
+		return nil, &model.Error{Kind: model.KindBadRequest, Op: op, Message: "the history holds an image that cannot be sent; the request was not sent", Err: err}
 	}
 	modelName := req.Model
 	if modelName == "" {
@@ -170,7 +174,11 @@ func partSize(p llm.Part) int {
 	case llm.ToolCall:
 		return 64 + len(p.ID) + len(p.Name) + len(p.Arguments)
 	case llm.ToolResult:
-		return 64 + len(p.CallID) + len(p.Content) + len(p.Content)/16
+		n := 64 + len(p.CallID) + len(p.Content) + len(p.Content)/16
+		for _, img := range p.Images {
+			n += partSize(img) + len(p.Name)
+		}
+		return n
 	case llm.Image:
 		return 96 + len(p.URL) + len(p.Data)*4/3
 	}
@@ -181,9 +189,11 @@ func partSize(p llm.Part) int {
 // reports false) when msg holds nothing Anthropic would accept.
 //
 // A user message puts its tool results first, in order, then its other
-// parts: Anthropic requires results before any text. An assistant message
-// keeps its parts in order; thinking without a signature (from another
-// provider) is left out, as Anthropic refuses it.
+// parts: Anthropic requires results before any text. A result's images go
+// inside it, after its text; a failed result may hold only text, so its
+// images follow the results, each group after a text block naming the
+// call. An assistant message keeps its parts in order; thinking without a
+// signature (from another provider) is left out, as Anthropic refuses it.
 func appendMessage(b []byte, msg llm.Message, first bool) ([]byte, bool, error) {
 	start := len(b)
 	if !first {
@@ -204,16 +214,25 @@ func appendMessage(b []byte, msg llm.Message, first bool) ([]byte, bool, error) 
 		for _, p := range msg.Parts {
 			if r, ok := p.(llm.ToolResult); ok {
 				sep()
-				b = append(b, `{"type":"tool_result","tool_use_id":`...)
-				b = appendJSONString(b, SanitizeID(r.CallID))
-				if r.Content != "" {
-					b = append(b, `,"content":`...)
-					b = appendJSONString(b, r.Content)
+				var err error
+				if b, err = appendToolResult(b, r); err != nil {
+					return nil, false, err
 				}
-				if r.IsError {
-					b = append(b, `,"is_error":true`...)
+			}
+		}
+		for _, p := range msg.Parts {
+			r, ok := p.(llm.ToolResult)
+			if !ok || !r.IsError || len(r.Images) == 0 {
+				continue
+			}
+			sep()
+			b = appendText(b, wire.ImagesCaption(SanitizeID(r.CallID), r.Name))
+			for i, img := range r.Images {
+				sep()
+				var err error
+				if b, err = appendImage(b, img); err != nil {
+					return nil, false, fmt.Errorf("the result for %q, image %d: %v", r.CallID, i, err)
 				}
-				b = append(b, '}')
 			}
 		}
 		for _, p := range msg.Parts {
@@ -284,6 +303,41 @@ func appendMessage(b []byte, msg llm.Message, first bool) ([]byte, bool, error) 
 	}
 	b = append(b, "]}"...)
 	return b, true, nil
+}
+
+// appendToolResult appends r as a tool_result block. Its content is a
+// string, or, when r has images and did not fail, an array: a text block
+// (unless the text is empty) and an image block per image. Anthropic
+// refuses anything but text in a result marked is_error; appendMessage
+// sends the images of such a result after the results.
+func appendToolResult(b []byte, r llm.ToolResult) ([]byte, error) {
+	b = append(b, `{"type":"tool_result","tool_use_id":`...)
+	b = appendJSONString(b, SanitizeID(r.CallID))
+	switch {
+	case len(r.Images) > 0 && !r.IsError:
+		b = append(b, `,"content":[`...)
+		if r.Content != "" {
+			b = appendText(b, r.Content)
+			b = append(b, ',')
+		}
+		for i, img := range r.Images {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var err error
+			if b, err = appendImage(b, img); err != nil {
+				return nil, fmt.Errorf("the result for %q, image %d: %v", r.CallID, i, err)
+			}
+		}
+		b = append(b, ']')
+	case r.Content != "":
+		b = append(b, `,"content":`...)
+		b = appendJSONString(b, r.Content)
+	}
+	if r.IsError {
+		b = append(b, `,"is_error":true`...)
+	}
+	return append(b, '}'), nil
 }
 
 func appendText(b []byte, text string) []byte {
