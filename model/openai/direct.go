@@ -15,8 +15,9 @@ import (
 
 // direct reports whether req has only the message shapes the direct
 // encoder writes: assistant messages, and user messages that are one text
-// part or only tool results. Anything else (images, mixed user messages,
-// other roles) takes the general path.
+// part or only tool results without images. Anything else (images, in
+// parts or in results, mixed user messages, other roles) takes the general
+// path.
 func direct(req llm.Request) bool {
 	for _, msg := range req.Messages {
 		switch msg.Role {
@@ -31,7 +32,7 @@ func direct(req llm.Request) bool {
 				}
 			}
 			for _, p := range msg.Parts {
-				if _, ok := p.(llm.ToolResult); !ok {
+				if r, ok := p.(llm.ToolResult); !ok || len(r.Images) > 0 {
 					return false
 				}
 			}

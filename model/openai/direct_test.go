@@ -76,6 +76,12 @@ func directRequests() []llm.Request {
 		// Refused: the errors must be the general path's.
 		{Messages: []llm.Message{{Role: llm.RoleAssistant, Parts: []llm.Part{llm.ToolCall{ID: "x", Name: "read"}}}, llm.UserText("no result")}},
 		{Messages: []llm.Message{llm.UserText("hi")}, Tools: tools, ToolChoice: llm.ChooseTools("missing")},
+		// Results with images: not direct, and refused alike when an
+		// image cannot be sent.
+		{Messages: []llm.Message{{Role: llm.RoleAssistant, Parts: []llm.Part{llm.ToolCall{ID: "x", Name: "read"}}},
+			{Role: llm.RoleUser, Parts: []llm.Part{llm.ToolResult{CallID: "x", Name: "read", Content: "ok", Images: []llm.Image{{Data: []byte("p"), MediaType: "image/png"}, {URL: "https://x/y.png"}}}}}}},
+		{Messages: []llm.Message{{Role: llm.RoleAssistant, Parts: []llm.Part{llm.ToolCall{ID: "x", Name: "read"}}},
+			{Role: llm.RoleUser, Parts: []llm.Part{llm.ToolResult{CallID: "x", Images: []llm.Image{{Data: []byte("p")}}}}}}},
 	}
 	for _, s := range awkward {
 		reqs = append(reqs, llm.Request{Model: s + "m", System: s, Stop: []string{s},
@@ -120,15 +126,24 @@ func TestDirectTakesCommonRequests(t *testing.T) {
 			t.Errorf("request %d: direct, but has images or an empty user message", 12+i)
 		}
 	}
+	for i, req := range directRequests()[17:19] {
+		if direct(req) {
+			t.Errorf("request %d: direct, but a result has images", 17+i)
+		}
+	}
 }
 
 // FuzzDirectMatchesBuildBody builds valid histories from the input bytes
 // (user texts, assistant texts and calls, results with and without
-// errors) and checks the direct encoder against the general path.
+// errors, with images when mode&8 is set, one of them without a media
+// type when mode&16 is set) and checks the direct encoder against the
+// general path.
 func FuzzDirectMatchesBuildBody(f *testing.F) {
 	f.Add([]byte{0, 1, 2, 3, 4, 5}, "hello", `{"a":1}`, uint8(0))
 	f.Add([]byte{2, 2, 9, 17, 3}, "\u2028<&>\x00", "", uint8(3))
 	f.Add([]byte{4, 4, 4}, "\xff", "  ", uint8(2))
+	f.Add([]byte{0, 0x22, 0x13, 4}, "shot", "\u2028<&>", uint8(8|4))
+	f.Add([]byte{0x22, 1}, "a", "b", uint8(8|16))
 	f.Fuzz(func(t *testing.T, ops []byte, a, b string, mode uint8) {
 		req := llm.Request{System: a, Tools: []llm.ToolSpec{{Name: "t", Description: b}, {Name: "u", Schema: json.RawMessage(`{"type":"object"}`)}}}
 		switch mode % 4 {
@@ -161,7 +176,15 @@ func FuzzDirectMatchesBuildBody(f *testing.F) {
 				for j := range n {
 					id := fmt.Sprintf("c%d_%d", i, j)
 					parts = append(parts, llm.ToolCall{ID: id, Name: "t", Arguments: []string{a, b, ""}[j]})
-					results = append(results, llm.ToolResult{CallID: id, Content: b, IsError: j == 1})
+					r := llm.ToolResult{CallID: id, Content: b, IsError: j == 1}
+					if mode&8 != 0 && j != 2 {
+						r.Name = a
+						r.Images = []llm.Image{{Data: []byte(a + "x"), MediaType: "image/png"}, {URL: b + "u"}}
+						if mode&16 != 0 && j == 1 {
+							r.Images[0].MediaType = ""
+						}
+					}
+					results = append(results, r)
 				}
 				req.Messages = append(req.Messages, llm.Message{Role: llm.RoleAssistant, Parts: parts})
 				if n > 0 {

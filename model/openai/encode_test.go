@@ -74,7 +74,7 @@ func TestEncodeMatchesJSON(t *testing.T) {
 					llm.ToolCall{ID: "id" + s, Name: s, Arguments: s}, llm.ToolCall{ID: "b", Name: "n"}}},
 				{Role: llm.RoleUser, Parts: []llm.Part{
 					llm.ToolResult{CallID: "id" + s, Content: s, IsError: true},
-					llm.ToolResult{CallID: "b", Content: s},
+					llm.ToolResult{CallID: "b", Name: s, Content: s, Images: []llm.Image{{Data: []byte(s + "y"), MediaType: "image/gif"}, {URL: "r" + s}}},
 					llm.Text{Text: s}, llm.Image{URL: "u" + s}, llm.Image{Data: []byte(s + "x"), MediaType: "image/png"}}},
 				{Role: llm.RoleAssistant, Parts: []llm.Part{llm.Text{Text: s}, llm.Text{Text: s}}},
 				{Role: llm.RoleUser, Parts: []llm.Part{llm.Text{Text: s}, llm.Text{Text: s}}},

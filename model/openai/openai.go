@@ -14,7 +14,11 @@
 // becomes a "tool" message with its tool_call_id, in order, right after the
 // assistant message that made the calls; the other parts of that user
 // message follow as one user message. A failed result's content is
-// prefixed "Error: ", the format having no error flag.
+// prefixed "Error: ", the format having no error flag. Tool messages take
+// text only, so the Images of a message's results go in that same user
+// message, first: for each result with images, a text part "Images from
+// the result of call <id> (<name>):" and then its image_url parts (bytes
+// as a data: URL); the message's own parts come after them.
 //
 // Tools are functions with their JSON Schema as parameters. Tool choice
 // auto is omitted (the API's default), required and none map to "required"
@@ -34,7 +38,9 @@
 // Before anything is sent the history is checked with llm.CheckHistory: a
 // tool call without its result, or a result without its call, is refused
 // with a *model.Error of KindBadRequest wrapping the *llm.HistoryError.
-// The body is encoded once, in one pass, and is replayable (GetBody), so a
+// Likewise llm.CheckImages refuses an image, as a part or in a result,
+// with neither data nor a URL or with data but no media type (wrapping
+// the *llm.ImageError). The body is encoded once, in one pass, and is replayable (GetBody), so a
 // retry sends identical bytes. The retry attempt (model.RetryAttempt) is
 // sent as X-Stainless-Retry-Count.
 //

@@ -10,6 +10,7 @@ import (
 
 	"github.com/loomkit/loom/llm"
 	"github.com/loomkit/loom/model"
+	"github.com/loomkit/loom/model/internal/wire"
 )
 
 // The request body of POST /chat/completions. Field order is the order of
@@ -152,6 +153,9 @@ func (m *Model) buildBody(op string, req llm.Request, stream bool) (chatRequest,
 	if err := checkHistory(op, req); err != nil {
 		return chatRequest{}, err
 	}
+	if err := llm.CheckImages(req.Messages); err != nil {
+		return chatRequest{}, badRequest(op, "the history holds an image that cannot be sent; nothing was sent", err)
+	}
 	name, err := m.modelName(op, req)
 	if err != nil {
 		return chatRequest{}, err
@@ -267,6 +271,9 @@ func (m *Model) sizeHint(req llm.Request) int {
 				n += len(p.Arguments) + len(p.ID) + len(p.Name) + 64
 			case llm.ToolResult:
 				n += len(p.Content) + len(p.CallID) + 48
+				for _, img := range p.Images {
+					n += len(p.CallID) + len(p.Name) + len(img.URL) + base64.StdEncoding.EncodedLen(len(img.Data)) + 112
+				}
 			case llm.Image:
 				n += len(p.URL) + base64.StdEncoding.EncodedLen(len(p.Data)) + 64
 			}
@@ -315,7 +322,8 @@ var errUnsupported = errors.New("openai: unsupported part")
 // messages. A user message's tool results become consecutive "tool"
 // messages, in order, right after the assistant message that made the
 // calls; the rest of that user message (text, images) follows them as one
-// user message.
+// user message, which starts with the images of the results (tool
+// messages take text only), each result's after a text naming its call.
 func messages(req llm.Request) ([]chatMessage, error) {
 	out := make([]chatMessage, 0, len(req.Messages)+1)
 	if req.System != "" {
@@ -334,6 +342,7 @@ func messages(req llm.Request) ([]chatMessage, error) {
 				}
 			}
 			var rest []llm.Part
+			var images []llm.ToolResult // results with images
 			for _, p := range msg.Parts {
 				if r, ok := p.(llm.ToolResult); ok {
 					content := r.Content
@@ -342,12 +351,15 @@ func messages(req llm.Request) ([]chatMessage, error) {
 						content = "Error: " + content
 					}
 					out = append(out, chatMessage{Role: "tool", ToolCallID: r.CallID, Content: content})
+					if len(r.Images) > 0 {
+						images = append(images, r)
+					}
 					continue
 				}
 				rest = append(rest, p)
 			}
-			if len(rest) > 0 || !hasResults(msg) {
-				um, err := userMessage(rest)
+			if len(rest) > 0 || len(images) > 0 || !hasResults(msg) {
+				um, err := userMessage(images, rest)
 				if err != nil {
 					return nil, fmt.Errorf("message %d: %w", i, err)
 				}
@@ -368,9 +380,10 @@ func hasResults(msg llm.Message) bool {
 }
 
 // userMessage holds text as a plain string, or content parts when there
-// are images.
-func userMessage(parts []llm.Part) (chatMessage, error) {
-	images := false
+// are images: first those of the results (each result's after a text part
+// naming its call), then the parts in order, empty texts left out.
+func userMessage(results []llm.ToolResult, parts []llm.Part) (chatMessage, error) {
+	images := len(results) > 0
 	for _, p := range parts {
 		if _, ok := p.(llm.Image); ok {
 			images = true
@@ -379,23 +392,49 @@ func userMessage(parts []llm.Part) (chatMessage, error) {
 	if !images {
 		return chatMessage{Role: "user", Content: llm.Message{Parts: parts}.Text()}, nil
 	}
-	cps := make([]contentPart, 0, len(parts))
+	n := len(parts)
+	for _, r := range results {
+		n += 1 + len(r.Images)
+	}
+	cps := make([]contentPart, 0, n)
+	for _, r := range results {
+		cps = append(cps, contentPart{Type: "text", Text: wire.ImagesCaption(r.CallID, r.Name)})
+		for k, img := range r.Images {
+			cp, err := imagePart(img)
+			if err != nil {
+				return chatMessage{}, fmt.Errorf("the result for %q, image %d: %w", r.CallID, k, err)
+			}
+			cps = append(cps, cp)
+		}
+	}
 	for _, p := range parts {
 		switch p := p.(type) {
 		case llm.Text:
-			cps = append(cps, contentPart{Type: "text", Text: p.Text})
-		case llm.Image:
-			url := p.URL
-			if url == "" {
-				if p.MediaType == "" || len(p.Data) == 0 {
-					return chatMessage{}, fmt.Errorf("%w: an image needs a URL, or data and a media type", errUnsupported)
-				}
-				url = "data:" + p.MediaType + ";base64," + base64.StdEncoding.EncodeToString(p.Data)
+			if p.Text != "" {
+				cps = append(cps, contentPart{Type: "text", Text: p.Text})
 			}
-			cps = append(cps, contentPart{Type: "image_url", ImageURL: &imageURL{URL: url}})
+		case llm.Image:
+			cp, err := imagePart(p)
+			if err != nil {
+				return chatMessage{}, err
+			}
+			cps = append(cps, cp)
 		}
 	}
 	return chatMessage{Role: "user", Content: cps}, nil
+}
+
+// imagePart is an image_url part: the image's URL, or its bytes as a
+// data: URL.
+func imagePart(img llm.Image) (contentPart, error) {
+	url := img.URL
+	if url == "" {
+		if img.MediaType == "" || len(img.Data) == 0 {
+			return contentPart{}, fmt.Errorf("%w: an image needs a URL, or data and a media type", errUnsupported)
+		}
+		url = "data:" + img.MediaType + ";base64," + base64.StdEncoding.EncodeToString(img.Data)
+	}
+	return contentPart{Type: "image_url", ImageURL: &imageURL{URL: url}}, nil
 }
 
 // assistantMessage carries the text and the tool calls. Thinking is not
