@@ -51,7 +51,8 @@ type Options struct {
 
 	// MaxResultBytes caps the text of one tool result: a longer one keeps
 	// its head and tail with a marker between them. Zero means 30,000;
-	// negative means no cap.
+	// negative means no cap. Images do not count towards it; each is
+	// capped at MaxImageBytes.
 	MaxResultBytes int
 
 	// Logger receives the go-sdk's and this package's diagnostics

@@ -301,7 +301,7 @@ func rawServer(t *testing.T, setup func(*sdk.Server)) string {
 func obj() map[string]any { return map[string]any{"type": "object"} }
 
 func TestClientContentAndNames(t *testing.T) {
-	png := []byte("\x89PNG fake")
+	png := []byte("\x89PNG\r\n\x1a\n fake")
 	var calledAs []string
 	var mu sync.Mutex
 	result := func(r *sdk.CallToolResult) sdk.ToolHandler {
@@ -371,13 +371,13 @@ func TestClientContentAndNames(t *testing.T) {
 	mu.Unlock()
 
 	want := "before\n" +
-		fmt.Sprintf("[image: image/png, %d bytes; images from MCP tools are not passed to the model]\n", len(png)) +
+		fmt.Sprintf("[image 1: image/png, %d bytes]\n", len(png)) +
 		"[audio: audio/wav, 4 bytes; audio from MCP tools is not passed to the model]\n" +
 		"[resource link: file:///a.txt (a), text/plain] the a file\n" +
 		"[resource file:///b.txt]\nb text\n" +
 		"[resource file:///c.bin: application/octet-stream, 3 bytes of binary data]"
-	if res := call(t, ctx, tools, "srv_mixed", `{}`); res.IsError || res.Content != want {
-		t.Errorf("mixed:\n got %q\nwant %q", res.Content, want)
+	if res := call(t, ctx, tools, "srv_mixed", `{}`); res.IsError || res.Content != want || !reflect.DeepEqual(res.Images, []llm.Image{{Data: png, MediaType: "image/png"}}) {
+		t.Errorf("mixed:\n got %q %+v\nwant %q with the image", res.Content, res.Images, want)
 	}
 	if res := call(t, ctx, tools, "srv_structured", `{}`); res.Content != `{"temp":21}` {
 		t.Errorf("structured: %+v", res)

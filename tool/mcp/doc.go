@@ -45,13 +45,21 @@
 //     new HTTP session; if that fails the result says the server is gone
 //     and why (exit status, the end of its stderr). A call is never
 //     retried by this package.
-//   - Results are text, because [llm.ToolResult] is text: text blocks are
-//     joined by newlines; an image or audio block becomes a placeholder
-//     such as "[image: image/png, 1234 bytes; ...]" (the model does not see
-//     the picture); a resource link becomes its URI; an embedded text
-//     resource its text; structured content is added as JSON when no text
-//     block carries it. Results longer than [Options].MaxResultBytes keep
-//     their head and tail.
+//   - Text blocks are joined by newlines into the result's text. An image
+//     block becomes one of the result's [llm.ToolResult].Images, which the
+//     model adapters send to the model, and a line such as
+//     "[image 1: image/png, 1234 bytes]" in the text, so that what reads
+//     only text knows it is there. An image is left out, its line saying
+//     why, when its MIME type is not an image type, when it is larger than
+//     [MaxImageBytes], or when its bytes are not PNG, JPEG, GIF or WebP
+//     (the formats the providers take: a refused image would fail every
+//     later request of the run). The media type sent is the one its bytes
+//     show, so an image labelled image/jpg goes as image/jpeg. Audio stays
+//     a placeholder line (the model does not hear it); a resource link
+//     becomes its URI; an embedded text resource its text; structured
+//     content is added as JSON when no text block carries it. Text longer
+//     than [Options].MaxResultBytes keeps its head and tail; images do not
+//     count towards that limit.
 //
 // A server may announce that its tools changed
 // (notifications/tools/list_changed). The client then lists them again in
@@ -70,8 +78,10 @@
 // [Serve]) over stdin and stdout, [Server.Handler] (or [NewHandler]) as an
 // http.Handler speaking streamable HTTP. Specs map to MCP tools (name,
 // description, input schema, [Annotations] from the effect); results map to
-// one text block with isError as the tool set it. Cancellation by the client
-// cancels the tool's context.
+// one text block with isError as the tool set it, followed by an image block
+// for each of the result's images given by bytes and a resource link for
+// each given by URL (the text block is left out when it is empty and there
+// are images). Cancellation by the client cancels the tool's context.
 //
 // # Concurrency
 //

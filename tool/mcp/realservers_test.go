@@ -5,7 +5,9 @@ package mcp
 // CI=true, where they fail.
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -95,8 +97,22 @@ func TestEverythingCall(t *testing.T) {
 	if res := call(t, ctx, tools, "everything_get-sum", `{"a":2,"b":40}`); res.IsError || !strings.Contains(res.Content, "42") {
 		t.Errorf("get-sum: %+v", res)
 	}
-	if res := call(t, ctx, tools, "everything_get-tiny-image", `{}`); res.IsError || !strings.Contains(res.Content, "[image: image/png, ") {
-		t.Errorf("get-tiny-image: %+v", res)
+	// The image arrives as an image the model can be given, and as a
+	// line in the text between the server's two texts.
+	if res := call(t, ctx, tools, "everything_get-tiny-image", `{}`); res.IsError || len(res.Images) != 1 {
+		t.Errorf("get-tiny-image: error %v, %d images; text %q", res.IsError, len(res.Images), res.Content)
+	} else {
+		img := res.Images[0]
+		if img.MediaType != "image/png" || !bytes.HasPrefix(img.Data, []byte("\x89PNG\r\n\x1a\n")) || img.URL != "" {
+			t.Errorf("get-tiny-image: image %s, %d bytes, starting %q", img.MediaType, len(img.Data), img.Data[:min(8, len(img.Data))])
+		}
+		line := fmt.Sprintf("\n[image 1: image/png, %d bytes]\n", len(img.Data))
+		if !strings.Contains(res.Content, line) || !strings.HasPrefix(res.Content, "Here's the image") {
+			t.Errorf("get-tiny-image: text %q lacks %q", res.Content, line)
+		}
+		if err := llm.CheckImages([]llm.Message{{Role: llm.RoleUser, Parts: []llm.Part{res}}}); err != nil {
+			t.Error(err)
+		}
 	}
 	if res := call(t, ctx, tools, "everything_get-structured-content", `{"location":"New York"}`); res.IsError || !strings.Contains(res.Content, "temperature") {
 		t.Errorf("get-structured-content: %+v", res)

@@ -182,22 +182,31 @@ func validUTF8(s string) string {
 	return strings.ToValidUTF8(s, "\uFFFD")
 }
 
-// toResult flattens an MCP result into the text of a loom result. loom
-// results are text, so content that is not text is described rather than
-// carried: an image becomes a line like "[image: image/png, 1234 bytes]",
-// audio likewise, a resource link its URI, an embedded resource its text
-// (or a line describing its blob). Structured content is added as JSON
-// when no text block already carries it.
+// toResult maps an MCP result to a loom result. Text blocks become the
+// text; an image becomes one of the result's Images (see toImage) and a
+// line like "[image 1: image/png, 1234 bytes]" in the text, so that
+// consumers of text alone know it is there; content the model cannot be
+// given is described instead: audio as a line, a resource link as its URI,
+// an embedded resource as its text (or a line describing its blob).
+// Structured content is added as JSON when no text block already carries
+// it.
 func toResult(res *sdk.CallToolResult, max int) llm.ToolResult {
 	var parts []string
+	var images []llm.Image
 	hasText := false
+	n := 0 // image blocks seen
 	for _, c := range res.Content {
 		switch c := c.(type) {
 		case *sdk.TextContent:
 			parts = append(parts, c.Text)
 			hasText = true
 		case *sdk.ImageContent:
-			parts = append(parts, fmt.Sprintf("[image: %s, %d bytes; images from MCP tools are not passed to the model]", orUnknown(c.MIMEType), len(c.Data)))
+			n++
+			img, line, ok := toImage(n, c)
+			if ok {
+				images = append(images, img)
+			}
+			parts = append(parts, line)
 		case *sdk.AudioContent:
 			parts = append(parts, fmt.Sprintf("[audio: %s, %d bytes; audio from MCP tools is not passed to the model]", orUnknown(c.MIMEType), len(c.Data)))
 		case *sdk.ResourceLink:
@@ -238,7 +247,7 @@ func toResult(res *sdk.CallToolResult, max int) llm.ToolResult {
 	if text == "" && res.IsError {
 		text = "The tool failed without saying why."
 	}
-	return llm.ToolResult{Content: truncate(text, max), IsError: res.IsError}
+	return llm.ToolResult{Content: truncate(text, max), IsError: res.IsError, Images: images}
 }
 
 func orUnknown(s string) string {

@@ -212,12 +212,37 @@ func (s *Server) handler(t tool.Tool, spec llm.ToolSpec) sdk.ToolHandler {
 		if err != nil {
 			return textResult(fmt.Sprintf("%s failed: %v", spec.Name, err), true), nil
 		}
-		return textResult(res.Content, res.IsError), nil
+		return toMCPResult(res), nil
 	}
 }
 
 func textResult(text string, isError bool) *sdk.CallToolResult {
 	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: text}}, IsError: isError}
+}
+
+// toMCPResult maps a loom result to MCP content: its text as a text block
+// (left out when empty and there are images), then each image as an image
+// block (bytes) or a resource link (URL). An image that is neither becomes
+// a text block saying it was left out.
+func toMCPResult(res llm.ToolResult) *sdk.CallToolResult {
+	if len(res.Images) == 0 {
+		return textResult(res.Content, res.IsError)
+	}
+	out := &sdk.CallToolResult{IsError: res.IsError, Content: make([]sdk.Content, 0, 1+len(res.Images))}
+	if res.Content != "" {
+		out.Content = append(out.Content, &sdk.TextContent{Text: res.Content})
+	}
+	for i, img := range res.Images {
+		switch {
+		case img.Problem() != "":
+			out.Content = append(out.Content, &sdk.TextContent{Text: fmt.Sprintf("[image %d left out: %s]", i+1, img.Problem())})
+		case len(img.Data) > 0:
+			out.Content = append(out.Content, &sdk.ImageContent{Data: img.Data, MIMEType: img.MediaType})
+		default:
+			out.Content = append(out.Content, &sdk.ResourceLink{URI: img.URL, Name: fmt.Sprintf("image %d", i+1), MIMEType: img.MediaType})
+		}
+	}
+	return out
 }
 
 // callSafely runs t, turning a panic into an error.

@@ -349,3 +349,66 @@ func TestServeSetToolsNotifies(t *testing.T) {
 		})
 	}
 }
+
+// A served tool's images become image blocks (bytes) and resource links
+// (URLs), after its text; loom's own client reads the bytes back as the
+// images of its result.
+func TestServeImages(t *testing.T) {
+	png := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+	result := llm.ToolResult{Content: "two pictures", Images: []llm.Image{
+		{Data: png, MediaType: "image/png"},
+		{URL: "https://example.com/chart.png", MediaType: "image/png"},
+		{Data: []byte{1}},
+	}}
+	tools := []tool.Tool{
+		newTool("pictures", llm.EffectReadOnly, func(context.Context, json.RawMessage) (llm.ToolResult, error) { return result, nil }),
+		newTool("only-picture", llm.EffectReadOnly, func(context.Context, json.RawMessage) (llm.ToolResult, error) {
+			return llm.ToolResult{Images: result.Images[:1], IsError: true}, nil
+		}),
+	}
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			s, err := NewServer(tools, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cs := tr.connect(t, s, nil)
+			res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "pictures"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []sdk.Content{
+				&sdk.TextContent{Text: "two pictures"},
+				&sdk.ImageContent{Data: png, MIMEType: "image/png"},
+				&sdk.ResourceLink{URI: "https://example.com/chart.png", Name: "image 2", MIMEType: "image/png"},
+				&sdk.TextContent{Text: "[image 3 left out: it has data but no media type]"},
+			}
+			if res.IsError || !reflect.DeepEqual(res.Content, want) {
+				got, _ := json.Marshal(res.Content)
+				t.Errorf("content %s", got)
+			}
+			res, err = cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "only-picture"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.IsError || !reflect.DeepEqual(res.Content, want[1:2]) {
+				got, _ := json.Marshal(res.Content)
+				t.Errorf("only an image: error %v, content %s", res.IsError, got)
+			}
+		})
+	}
+
+	s, err := NewServer(tools, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, url := loopbackServer(t, s.Handler(nil))
+	c := connect(t, ServerConfig{Name: "loom", URL: url}, nil)
+	got := call(t, context.Background(), c.Tools(), "loom_pictures", `{}`)
+	if !reflect.DeepEqual(got.Images, []llm.Image{{Data: png, MediaType: "image/png"}}) {
+		t.Errorf("read back: %+v", got.Images)
+	}
+	if !strings.HasPrefix(got.Content, "two pictures\n[image 1: image/png, 16 bytes]\n[resource link: https://example.com/chart.png (image 2), image/png]") {
+		t.Errorf("read back text %q", got.Content)
+	}
+}
