@@ -27,7 +27,7 @@ type FuncOptions[In any] struct {
 	ApprovalFor func(In) bool
 	// MaxResult is the size in bytes above which results are cut to head
 	// and tail (see [Truncate]): 0 means [DefaultMaxResult], a negative
-	// value no limit.
+	// value no limit. It counts the text only, not a result's images.
 	MaxResult int
 	// Schema, when set, replaces the schema inferred from In. It must be an
 	// object schema that In's JSON decoding agrees with.
@@ -69,8 +69,11 @@ func Func[In, Out any](name, description string, fn func(context.Context, In) (O
 //
 // fn's error becomes an error result carrying its message; a panic in fn
 // becomes an error result carrying the panic value. Out is the result's
-// content: a string verbatim, anything else as JSON. Content is valid UTF-8
-// and cut to opts.MaxResult.
+// content: a string verbatim, anything else as JSON. An Out of type
+// [llm.ToolResult] is the result itself, so a tool can return images (or
+// fail without a Go error); its call id and name are the driver's to set.
+// Content is valid UTF-8 and cut to opts.MaxResult; images are kept as they
+// are.
 func NewFunc[In, Out any](name, description string, fn func(context.Context, In) (Out, error), opts *FuncOptions[In]) (*FuncTool[In, Out], error) {
 	if err := ValidateName(name); err != nil {
 		return nil, err
@@ -160,6 +163,9 @@ func (t *FuncTool[In, Out]) Call(ctx context.Context, args json.RawMessage) (res
 	switch v := any(out).(type) {
 	case string:
 		content = v
+	case llm.ToolResult:
+		v.Content = validUTF8(Truncate(v.Content, t.max))
+		return v, nil
 	default:
 		b, err := json.Marshal(out)
 		if err != nil {

@@ -1,6 +1,7 @@
 package tool_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -190,6 +191,30 @@ func TestFuncTruncates(t *testing.T) {
 		}
 		if !utf8.ValidString(res.Content) {
 			t.Errorf("max %d: content is not valid UTF-8", c.max)
+		}
+	}
+}
+
+// A function may return the result itself: its images pass whole, its
+// text is cut and made valid like any other, and it may fail as data.
+func TestFuncReturnsResult(t *testing.T) {
+	img := llm.Image{Data: []byte("\x89PNG\r\n\x1a\n"), MediaType: "image/png"}
+	tl := tool.Func("shot", "", func(ctx context.Context, in struct{ Fail bool }) (llm.ToolResult, error) {
+		return llm.ToolResult{Content: strings.Repeat("é", 100) + "\xff", Images: []llm.Image{img}, IsError: in.Fail}, nil
+	}, &tool.FuncOptions[struct{ Fail bool }]{MaxResult: 50})
+	for _, args := range []string{`{"Fail":false}`, `{"Fail":true}`} {
+		res, err := tl.Call(context.Background(), json.RawMessage(args))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Images) != 1 || !bytes.Equal(res.Images[0].Data, img.Data) || res.Images[0].MediaType != "image/png" {
+			t.Errorf("%s: images %+v", args, res.Images)
+		}
+		if !strings.Contains(res.Content, "bytes cut") || !utf8.ValidString(res.Content) || strings.Contains(res.Content, "{") {
+			t.Errorf("%s: content %q, want the text cut, not the result as JSON", args, res.Content)
+		}
+		if res.IsError != strings.Contains(args, "true") {
+			t.Errorf("%s: IsError %v", args, res.IsError)
 		}
 	}
 }

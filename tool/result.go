@@ -37,7 +37,8 @@ func validUTF8(s string) string {
 // otherwise its head and its tail joined by a line saying how many bytes
 // were cut. The result is at most max bytes plus the marker's length, and is
 // cut at rune boundaries, so valid UTF-8 stays valid. A max of zero or less
-// means no limit.
+// means no limit. It sees text only; see [LimitResults] for a result's
+// images.
 //
 // Head and tail are kept because both ends matter: the start of a file or
 // log says what it is, the end of a build says whether it failed.
@@ -79,7 +80,10 @@ func runeStartAfter(s string, i int) int {
 }
 
 // LimitResults returns middleware that cuts the content of every result of
-// a tool to max bytes with [Truncate]. The wrapped tool keeps the approval
+// a tool to max bytes with [Truncate]. Only the text is cut and counted: a
+// result's images pass unchanged, since cutting bytes out of a picture
+// breaks it and the providers bound images by their own limits (MCP tools
+// cap each at mcp.MaxImageBytes). The wrapped tool keeps the approval
 // decisions of the original.
 func LimitResults(max int) Middleware {
 	return func(t Tool) Tool {

@@ -1,10 +1,15 @@
 package tool_test
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
+	"github.com/loomkit/loom/llm"
 	"github.com/loomkit/loom/tool"
 )
 
@@ -50,4 +55,27 @@ func FuzzTruncate(f *testing.F) {
 			t.Fatalf("head/tail are not the input's")
 		}
 	})
+}
+
+// Cutting a result's text leaves its images whole, and they do not count
+// towards the limit.
+func TestLimitResultsKeepsImages(t *testing.T) {
+	png := append([]byte("\x89PNG\r\n\x1a\n"), bytes.Repeat([]byte{0xff}, 5000)...)
+	images := []llm.Image{{Data: png, MediaType: "image/png"}, {URL: "https://example.com/a.png"}}
+	for _, content := range []string{"short", strings.Repeat("é", 500)} {
+		shot := tool.Func("shot", "", func(context.Context, struct{}) (llm.ToolResult, error) {
+			return llm.ToolResult{Content: content, Images: images}, nil
+		}, &tool.FuncOptions[struct{}]{MaxResult: -1})
+		tl := tool.Chain(shot, tool.LimitResults(100))
+		res, err := tl.Call(context.Background(), json.RawMessage(`{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(res.Images, images) {
+			t.Errorf("%d bytes of text: images changed: %d of them", len(content), len(res.Images))
+		}
+		if cut := strings.Contains(res.Content, "bytes cut"); cut != (len(content) > 100) || !utf8.ValidString(res.Content) {
+			t.Errorf("%d bytes of text: cut %v, text %q", len(content), cut, res.Content)
+		}
+	}
 }

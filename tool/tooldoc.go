@@ -5,7 +5,8 @@
 // shares: a [Set] the driver looks tools up in, the typed
 // constructor [Func] whose JSON Schema is inferred from a Go type and whose
 // arguments are validated before the function runs, result truncation
-// ([Truncate]), middleware ([Chain], [Wrap]) and per-call approval
+// ([Truncate], [LimitResults]: of the text only; a result's images pass
+// whole), middleware ([Chain], [Wrap]) and per-call approval
 // ([Approvable], [NeedsApproval]).
 //
 // # Failures are data
