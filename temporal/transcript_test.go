@@ -52,7 +52,8 @@ func weirdMessages() []llm.Message {
 			llm.ToolCall{ID: "c1", Name: "t", Arguments: `{"a": [1, 2.50, "\u00e9"]}`, ProviderID: "p1"},
 		}},
 		{Role: llm.RoleUser, Parts: []llm.Part{
-			llm.ToolResult{CallID: "c1", Name: "t", Content: strings.Repeat("result ", 200), IsError: true},
+			llm.ToolResult{CallID: "c1", Name: "t", Content: strings.Repeat("result ", 200), IsError: true,
+				Images: []llm.Image{{Data: []byte("\x89PNG\r\n\x1a\n\x00\xff"), MediaType: "image/png"}, {URL: "https://example.com/a.png"}}},
 			llm.Image{Data: []byte{0, 1, 2, 255}, MediaType: "image/png"},
 		}},
 	}
@@ -97,7 +98,7 @@ func TestTranscriptReferences(t *testing.T) {
 	}
 	st.stored(contentKey(content))
 	results := llm.Message{Role: llm.RoleUser, Parts: []llm.Part{
-		llm.ToolResult{CallID: "c1", Name: "t", Content: content},
+		llm.ToolResult{CallID: "c1", Name: "t", Content: content, Images: []llm.Image{{Data: []byte("GIF89a"), MediaType: "image/gif"}}},
 		llm.Text{Text: "note"},
 	}}
 	hist = append(hist, answer, results)

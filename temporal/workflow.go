@@ -752,7 +752,11 @@ func partSize(p llm.Part) int {
 	case llm.ToolCall:
 		return overhead + len(p.ID) + len(p.Name) + len(p.Arguments) + len(p.ProviderID)
 	case llm.ToolResult:
-		return overhead + len(p.CallID) + len(p.Name) + len(p.Content)
+		n := overhead + len(p.CallID) + len(p.Name) + len(p.Content)
+		for _, img := range p.Images {
+			n += partSize(img)
+		}
+		return n
 	case llm.Image:
 		return overhead + len(p.URL) + len(p.MediaType) + len(p.Data)*4/3
 	}
