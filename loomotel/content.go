@@ -74,29 +74,31 @@ func messagesJSON(msgs []llm.Message) []map[string]any {
 			if _, ok := p.(llm.ToolResult); ok {
 				role = "tool"
 			}
-			part := partJSON(p)
-			if part == nil {
+			parts := partsJSON(p)
+			if len(parts) == 0 {
 				continue
 			}
 			if cur == nil || cur["role"] != role {
 				cur = map[string]any{"role": role, "parts": []map[string]any{}}
 				out = append(out, cur)
 			}
-			cur["parts"] = append(cur["parts"].([]map[string]any), part)
+			cur["parts"] = append(cur["parts"].([]map[string]any), parts...)
 		}
 	}
 	return out
 }
 
-func partJSON(p llm.Part) map[string]any {
+// partsJSON converts one part; a tool result's images follow its response
+// as parts of their own.
+func partsJSON(p llm.Part) []map[string]any {
 	switch p := p.(type) {
 	case llm.Text:
-		return map[string]any{"type": "text", "content": p.Text}
+		return []map[string]any{{"type": "text", "content": p.Text}}
 	case llm.Thinking:
 		if p.Text == "" {
 			return nil // redacted or signature only: nothing readable
 		}
-		return map[string]any{"type": "reasoning", "content": p.Text}
+		return []map[string]any{{"type": "reasoning", "content": p.Text}}
 	case llm.ToolCall:
 		part := map[string]any{"type": "tool_call", "id": p.ID, "name": p.Name}
 		if p.ArgumentsError() == nil {
@@ -104,20 +106,28 @@ func partJSON(p llm.Part) map[string]any {
 		} else {
 			part["arguments"] = p.Arguments
 		}
-		return part
+		return []map[string]any{part}
 	case llm.ToolResult:
-		return map[string]any{"type": "tool_call_response", "id": p.CallID, "response": p.Content}
+		parts := []map[string]any{{"type": "tool_call_response", "id": p.CallID, "response": p.Content}}
+		for _, img := range p.Images {
+			parts = append(parts, imageJSON(img))
+		}
+		return parts
 	case llm.Image:
-		part := map[string]any{"modality": "image"}
-		if p.MediaType != "" {
-			part["mime_type"] = p.MediaType
-		}
-		if p.URL != "" {
-			part["type"], part["uri"] = "uri", p.URL
-		} else {
-			part["type"], part["content"] = "blob", p.Data
-		}
-		return part
+		return []map[string]any{imageJSON(p)}
 	}
 	return nil
+}
+
+func imageJSON(img llm.Image) map[string]any {
+	part := map[string]any{"modality": "image"}
+	if img.MediaType != "" {
+		part["mime_type"] = img.MediaType
+	}
+	if img.URL != "" {
+		part["type"], part["uri"] = "uri", img.URL
+	} else {
+		part["type"], part["content"] = "blob", img.Data
+	}
+	return part
 }

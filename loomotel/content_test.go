@@ -181,6 +181,7 @@ func TestMessagesJSONParts(t *testing.T) {
 		}},
 		{Role: llm.RoleUser, Parts: []llm.Part{
 			llm.ToolResult{CallID: "c1", Content: "bad args", IsError: true},
+			llm.ToolResult{CallID: "c2", Content: "a chart", Images: []llm.Image{{URL: "https://example.com/c.png"}}},
 			llm.Text{Text: "and then"},
 		}},
 	}
@@ -192,7 +193,9 @@ func TestMessagesJSONParts(t *testing.T) {
 		`{"mime_type":"image/png","modality":"image","type":"uri","uri":"https://example.com/a.png"},` +
 		`{"content":"aGk=","mime_type":"image/gif","modality":"image","type":"blob"}],"role":"user"},` +
 		`{"parts":[{"content":"hmm","type":"reasoning"},{"arguments":"not json","id":"c1","name":"f","type":"tool_call"}],"role":"assistant"},` +
-		`{"parts":[{"id":"c1","response":"bad args","type":"tool_call_response"}],"role":"tool"},` +
+		`{"parts":[{"id":"c1","response":"bad args","type":"tool_call_response"},` +
+		`{"id":"c2","response":"a chart","type":"tool_call_response"},` +
+		`{"modality":"image","type":"uri","uri":"https://example.com/c.png"}],"role":"tool"},` +
 		`{"parts":[{"content":"and then","type":"text"}],"role":"user"}]`
 	if got := a.Value.AsString(); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)

@@ -80,8 +80,10 @@ func WithAgentName(name string) Option {
 // the system prompt, the messages sent and the answer on model spans
 // (gen_ai.system_instructions, gen_ai.input.messages,
 // gen_ai.output.messages, as JSON strings), the prompt and the final answer
-// on agent spans, and the arguments and results of tool calls
-// (gen_ai.tool.call.arguments, gen_ai.tool.call.result). It is off by
+// on agent spans, and the arguments and the text of successful results of
+// tool calls (gen_ai.tool.call.arguments, gen_ai.tool.call.result; a
+// result's images appear only in the next model span's input messages).
+// It is off by
 // default: content is likely to hold personal or secret data, and it is
 // large. Turn it on only where the telemetry store may keep such data.
 func WithContentCapture(on bool) Option {
