@@ -184,7 +184,7 @@ func TestDemo(t *testing.T) {
 	// The demo needs nothing from the environment: no key, no network.
 	h.env = map[string]string{"PATH": h.env["PATH"], "HOME": h.home}
 	r := h.run("demo").want(t, 0)
-	if !strings.Contains(r.stdout, "All 7 scenarios behaved") || strings.Contains(r.stdout, "FAILED") {
+	if !strings.Contains(r.stdout, "All 8 scenarios behaved") || strings.Contains(r.stdout, "FAILED") {
 		t.Errorf("demo output:\n%s", r)
 	}
 	for _, want := range []string{"[request 2] system = ", "retrying in", "401", "outside the workspace", "turn budget of 3", "Refused", "hello, world"} {
