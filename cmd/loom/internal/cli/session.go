@@ -17,6 +17,7 @@ import (
 	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/cmd/loom/internal/ui"
 	"github.com/loomkit/loom/llm"
+	"github.com/loomkit/loom/loomotel"
 	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/run"
 	"github.com/loomkit/loom/store/sqlite"
@@ -52,6 +53,7 @@ type session struct {
 	approver agent.Approver
 	owner    string
 	retry    model.RetryPolicy
+	trace    *tracing // nil: no trace export
 }
 
 // sessionConfig says how a session treats what needs a person.
@@ -98,6 +100,9 @@ func (a *app) newSession(ctx context.Context, o *options, sc sessionConfig) (_ *
 		}
 	}()
 	if s.tb, err = openToolbox(ws, o.shellSandbox()); err != nil {
+		return nil, err
+	}
+	if s.trace, err = startTracing(ctx, getenv, ms.provider); err != nil {
 		return nil, err
 	}
 	s.ws = s.tb.files.Dir()
@@ -232,6 +237,7 @@ func (s *session) close() {
 	if s.text != nil {
 		s.text.Close()
 	}
+	s.trace.shutdown()
 	if s.tb != nil {
 		s.tb.close()
 	}
@@ -246,7 +252,7 @@ func (s *session) newAgent(system string) (*agent.Agent, error) {
 	if err != nil {
 		return nil, usagef("Rename the MCP server whose tool clashes with another tool.", "the tools cannot be offered: %v", err)
 	}
-	return agent.New(agent.Config{
+	cfg := agent.Config{
 		Model:     newModel(s.ms, s.base, s.key),
 		ModelName: s.ms.name,
 		System:    system,
@@ -262,7 +268,11 @@ func (s *session) newAgent(system string) (*agent.Agent, error) {
 		// model call) between renewals; a loom that was killed is noticed
 		// at once by ownerGone, so the claim need not lapse quickly.
 		ClaimTTL: claimTTL,
-	}), nil
+	}
+	if s.trace != nil {
+		cfg = loomotel.Instrument(cfg, s.trace.opts...)
+	}
+	return agent.New(cfg), nil
 }
 
 // settingsFor returns the settings to save with a run started with system.
@@ -303,16 +313,27 @@ func (s *session) start(ctx context.Context, prompt, conv string, history []llm.
 	}
 	in := agent.Input{Prompt: llm.UserText(prompt), History: history, ConversationID: conv, RunID: runID, Meta: meta}
 	var seq iter.Seq2[agent.Event, error]
-	if s.o.noStream {
+	switch {
+	case s.o.noStream:
 		seq = blocking(func(on func(agent.Event)) error {
 			in.OnEvent = on
-			_, err := ag.Run(ctx, in)
+			_, err := s.run(ctx, ag, in)
 			return err
 		})
-	} else {
+	case s.trace != nil:
+		seq = loomotel.Stream(ctx, ag, in, s.trace.opts...)
+	default:
 		seq = ag.Stream(ctx, in)
 	}
 	return s.drive(ctx, seq, runID, false)
+}
+
+// run runs in with ag, in a trace span when traces are exported.
+func (s *session) run(ctx context.Context, ag *agent.Agent, in agent.Input) (agent.Result, error) {
+	if s.trace != nil {
+		return loomotel.Run(ctx, ag, in, s.trace.opts...)
+	}
+	return ag.Run(ctx, in)
 }
 
 // resume continues a stored run under system (the system prompt it was
