@@ -216,6 +216,7 @@ func (x *runner) execOne(ctx context.Context, turn int, pc run.PendingCall) outc
 	var stop *StopError
 	switch {
 	case err == nil:
+		out.res = tool.DropRefusedImages(out.res)
 	case errors.As(err, &skip):
 		out.res = closedResult(c, SkippedPrefix+skip.Reason)
 		out.skipped, out.executed = true, false

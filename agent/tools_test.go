@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/internal/testimage"
 	"github.com/loomkit/loom/llm"
 	"github.com/loomkit/loom/model/modeltest"
 	"github.com/loomkit/loom/run"
@@ -439,5 +440,45 @@ func TestConsecutiveFailedRoundsStop(t *testing.T) {
 	res, err := agent.New(agent.Config{Model: m, Tools: set(t, p), MaxFailedRounds: agent.Limit(0)}).Run(context.Background(), agent.Prompt("go"))
 	if err != nil || res.Output != "gave up" {
 		t.Fatalf("res = %+v, err = %v", res, err)
+	}
+}
+
+// A tool's image that the providers would refuse (here a side over 8000
+// pixels) never reaches the model or the history: it is left out and the
+// result says why, so the run's later requests do not all fail. The
+// image the providers take arrives, relabelled with its bytes' type.
+func TestRefusedToolImagesAreLeftOut(t *testing.T) {
+	good := testimage.Make("png", 4, 4)
+	tall := testimage.Make("png", 1, tool.MaxImageSide+1)
+	shot := tool.Func("shot", "Takes a screenshot.", func(context.Context, struct{}) (llm.ToolResult, error) {
+		return llm.ToolResult{Content: "two shots", Images: []llm.Image{
+			{Data: tall, MediaType: "image/png"},
+			{Data: good, MediaType: "image/x-png"},
+		}}, nil
+	}, &tool.FuncOptions[struct{}]{Effect: llm.EffectReadOnly})
+	m := modeltest.NewScript(modeltest.ToolCalls(modeltest.Call("c1", "shot", `{}`)), modeltest.Text("seen"))
+	a := agent.New(agent.Config{Model: m, Tools: set(t, shot)})
+	res, err := a.Run(context.Background(), agent.Prompt("look"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := m.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d model calls", len(reqs))
+	}
+	sent := lastResults(reqs[1].Messages)
+	kept := lastResults(res.Messages)
+	for name, rs := range map[string][]llm.ToolResult{"sent": sent, "kept": kept} {
+		if len(rs) != 1 {
+			t.Fatalf("%s: %d results", name, len(rs))
+		}
+		r := rs[0]
+		if !reflect.DeepEqual(r.Images, []llm.Image{{Data: good, MediaType: "image/png"}}) {
+			t.Errorf("%s: images %+v, want only the 4×4 PNG", name, r.Images)
+		}
+		want := fmt.Sprintf("two shots\n[image 1: image/png, %d bytes; left out: 1×8001 pixels; a side may have at most 8000]", len(tall))
+		if r.Content != want || r.IsError {
+			t.Errorf("%s: content %q (error %v), want %q", name, r.Content, r.IsError, want)
+		}
 	}
 }

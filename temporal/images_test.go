@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/loomkit/loom/internal/testimage"
 	"github.com/loomkit/loom/llm"
 	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/model/modeltest"
@@ -17,7 +18,7 @@ import (
 // the transcript to the next model call, as they do in process; a long
 // text goes by reference and comes back beside them.
 func TestToolResultImagesReachTheModel(t *testing.T) {
-	png := append([]byte("\x89PNG\r\n\x1a\n"), bytes.Repeat([]byte{7}, 3000)...)
+	png := append(testimage.Make("png", 1, 1), bytes.Repeat([]byte{7}, 3000)...)
 	text := strings.Repeat("pixels ", 2*minContentRef)
 	shot := tool.Func("shot", "Takes a screenshot.", func(context.Context, struct{}) (llm.ToolResult, error) {
 		return llm.ToolResult{Content: text, Images: []llm.Image{{Data: png, MediaType: "image/png"}, {URL: "https://example.com/b.png"}}}, nil

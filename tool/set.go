@@ -146,8 +146,9 @@ func (s *Set) NeedsApproval(call llm.ToolCall) bool {
 // unknown tool (the result lists the tools there are), arguments that are
 // not one JSON object (the result carries the parse error), a call cut off
 // by the end of the stream, a call marked Malformed, a panic. Empty
-// arguments are passed as {}. The
-// Go error is the tool's own machinery error, passed through.
+// arguments are passed as {}. Images of the result that the providers
+// would refuse are left out, with a line saying why ([DropRefusedImages]).
+// The Go error is the tool's own machinery error, passed through.
 func (s *Set) Call(ctx context.Context, call llm.ToolCall) (res llm.ToolResult, err error) {
 	defer func() {
 		res.CallID, res.Name = call.ID, call.Name
@@ -166,7 +167,8 @@ func (s *Set) Call(ctx context.Context, call llm.ToolCall) (res llm.ToolResult, 
 		}
 		return ErrorResult(fmt.Sprintf("The call of %s was not run: %s. Send the arguments as one JSON object.", call.Name, why)), nil
 	}
-	return callSafely(ctx, t, call.Args())
+	res, err = callSafely(ctx, t, call.Args())
+	return DropRefusedImages(res), err
 }
 
 // callSafely runs t, turning a panic into an error result.

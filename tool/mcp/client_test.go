@@ -19,6 +19,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/loomkit/loom/internal/testimage"
 	"github.com/loomkit/loom/llm"
 	"github.com/loomkit/loom/tool"
 )
@@ -301,7 +302,7 @@ func rawServer(t *testing.T, setup func(*sdk.Server)) string {
 func obj() map[string]any { return map[string]any{"type": "object"} }
 
 func TestClientContentAndNames(t *testing.T) {
-	png := []byte("\x89PNG\r\n\x1a\n fake")
+	png := testimage.Make("png", 1, 1)
 	var calledAs []string
 	var mu sync.Mutex
 	result := func(r *sdk.CallToolResult) sdk.ToolHandler {

@@ -9,14 +9,16 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/loomkit/loom/internal/testimage"
 	"github.com/loomkit/loom/llm"
 )
 
 func TestResultImages(t *testing.T) {
-	png := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
-	jpeg := []byte("\xff\xd8\xff\xe0\x00\x10JFIF\x00")
-	gif := []byte("GIF89a\x01\x00\x01\x00")
-	webp := []byte("RIFF\x1a\x00\x00\x00WEBPVP8 ")
+	png := testimage.Make("png", 1, 1)
+	jpeg := testimage.Make("jpeg", 1, 1)
+	gif := testimage.Make("gif", 1, 1)
+	webp := testimage.Make("webp", 1, 1)
+	wide := testimage.Make("png", 8001, 1)
 	svg := []byte(`<svg xmlns="http://www.w3.org/2000/svg"></svg>`)
 	big := append(bytes.Clone(png), make([]byte, MaxImageBytes)...)
 	atLimit := append(bytes.Clone(png), make([]byte, MaxImageBytes-len(png))...)
@@ -26,19 +28,22 @@ func TestResultImages(t *testing.T) {
 		line  string
 		image *llm.Image // nil: left out
 	}{
-		{"png", &sdk.ImageContent{MIMEType: "image/png", Data: png}, "[image 1: image/png, 16 bytes]", &llm.Image{Data: png, MediaType: "image/png"}},
-		{"jpeg", &sdk.ImageContent{MIMEType: "image/jpeg", Data: jpeg}, "[image 1: image/jpeg, 11 bytes]", &llm.Image{Data: jpeg, MediaType: "image/jpeg"}},
-		{"gif", &sdk.ImageContent{MIMEType: "image/gif", Data: gif}, "[image 1: image/gif, 10 bytes]", &llm.Image{Data: gif, MediaType: "image/gif"}},
-		{"webp", &sdk.ImageContent{MIMEType: "image/webp", Data: webp}, "[image 1: image/webp, 16 bytes]", &llm.Image{Data: webp, MediaType: "image/webp"}},
-		{"mislabeled", &sdk.ImageContent{MIMEType: "image/jpg", Data: jpeg}, "[image 1: image/jpg, 11 bytes, sent as image/jpeg]", &llm.Image{Data: jpeg, MediaType: "image/jpeg"}},
-		{"parameters in the type", &sdk.ImageContent{MIMEType: "Image/PNG; q=1", Data: png}, "[image 1: Image/PNG; q=1, 16 bytes]", &llm.Image{Data: png, MediaType: "image/png"}},
+		{"png", &sdk.ImageContent{MIMEType: "image/png", Data: png}, fmt.Sprintf("[image 1: image/png, %d bytes]", len(png)), &llm.Image{Data: png, MediaType: "image/png"}},
+		{"jpeg", &sdk.ImageContent{MIMEType: "image/jpeg", Data: jpeg}, fmt.Sprintf("[image 1: image/jpeg, %d bytes]", len(jpeg)), &llm.Image{Data: jpeg, MediaType: "image/jpeg"}},
+		{"gif", &sdk.ImageContent{MIMEType: "image/gif", Data: gif}, fmt.Sprintf("[image 1: image/gif, %d bytes]", len(gif)), &llm.Image{Data: gif, MediaType: "image/gif"}},
+		{"webp", &sdk.ImageContent{MIMEType: "image/webp", Data: webp}, fmt.Sprintf("[image 1: image/webp, %d bytes]", len(webp)), &llm.Image{Data: webp, MediaType: "image/webp"}},
+		{"mislabeled", &sdk.ImageContent{MIMEType: "image/jpg", Data: jpeg}, fmt.Sprintf("[image 1: image/jpg, %d bytes, sent as image/jpeg]", len(jpeg)), &llm.Image{Data: jpeg, MediaType: "image/jpeg"}},
+		{"parameters in the type", &sdk.ImageContent{MIMEType: "Image/PNG; q=1", Data: png}, fmt.Sprintf("[image 1: Image/PNG; q=1, %d bytes]", len(png)), &llm.Image{Data: png, MediaType: "image/png"}},
 		{"at the limit", &sdk.ImageContent{MIMEType: "image/png", Data: atLimit}, fmt.Sprintf("[image 1: image/png, %d bytes]", MaxImageBytes), &llm.Image{Data: atLimit, MediaType: "image/png"}},
 		{"too large", &sdk.ImageContent{MIMEType: "image/png", Data: big},
 			fmt.Sprintf("[image 1: image/png, %d bytes; left out: larger than the %d bytes an image may have]", len(big), MaxImageBytes), nil},
 		{"svg", &sdk.ImageContent{MIMEType: "image/svg+xml", Data: svg}, "[image 1: image/svg+xml, 46 bytes; left out: the models take PNG, JPEG, GIF and WebP only]", nil},
-		{"not an image type", &sdk.ImageContent{MIMEType: "application/pdf", Data: png}, "[image 1: application/pdf, 16 bytes; left out: not an image type]", nil},
-		{"no type", &sdk.ImageContent{Data: png}, "[image 1: unknown type, 16 bytes; left out: not an image type]", nil},
+		{"not an image type", &sdk.ImageContent{MIMEType: "application/pdf", Data: png}, fmt.Sprintf("[image 1: application/pdf, %d bytes; left out: not an image type]", len(png)), nil},
+		{"no type", &sdk.ImageContent{Data: png}, fmt.Sprintf("[image 1: unknown type, %d bytes; left out: not an image type]", len(png)), nil},
 		{"bytes not of the type", &sdk.ImageContent{MIMEType: "image/png", Data: []byte("hello")}, "[image 1: image/png, 5 bytes; left out: its bytes are not image/png]", nil},
+		{"side over the limit", &sdk.ImageContent{MIMEType: "image/png", Data: wide},
+			fmt.Sprintf("[image 1: image/png, %d bytes; left out: 8001×1 pixels; a side may have at most 8000]", len(wide)), nil},
+		{"cut header", &sdk.ImageContent{MIMEType: "image/png", Data: png[:12]}, "[image 1: image/png, 12 bytes; left out: its image/png header does not decode: unexpected EOF]", nil},
 		{"no data", &sdk.ImageContent{MIMEType: "image/png"}, "[image 1: image/png, 0 bytes; left out: no data]", nil},
 	}
 	for _, c := range cases {
@@ -62,8 +67,8 @@ func TestResultImages(t *testing.T) {
 // Images are numbered in the order of the blocks, kept in that order, and
 // survive the cut of a long text; audio stays a line.
 func TestResultImagesOrderAndTruncation(t *testing.T) {
-	png := []byte("\x89PNG\r\n\x1a\n")
-	gif := []byte("GIF87a")
+	png := testimage.Make("png", 1, 1)
+	gif := testimage.Make("gif", 1, 1)
 	res := toResult(&sdk.CallToolResult{IsError: true, Content: []sdk.Content{
 		&sdk.ImageContent{MIMEType: "image/gif", Data: gif},
 		&sdk.TextContent{Text: strings.Repeat("x", 1000)},
@@ -75,7 +80,7 @@ func TestResultImagesOrderAndTruncation(t *testing.T) {
 	if !res.IsError || !reflect.DeepEqual(res.Images, want) {
 		t.Fatalf("images %+v, want the GIF then the PNG", res.Images)
 	}
-	if !strings.HasPrefix(res.Content, "[image 1: image/gif, 6 bytes]\n") || !strings.HasSuffix(res.Content, "[image 3: image/png, 8 bytes]") || len(res.Content) > 300 {
+	if !strings.HasPrefix(res.Content, fmt.Sprintf("[image 1: image/gif, %d bytes]\n", len(gif))) || !strings.HasSuffix(res.Content, fmt.Sprintf("[image 3: image/png, %d bytes]", len(png))) || len(res.Content) > 300 {
 		t.Errorf("text %q", res.Content)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"reflect"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/loomkit/loom/internal/testimage"
 	"github.com/loomkit/loom/llm"
 	"github.com/loomkit/loom/tool"
 )
@@ -354,7 +356,7 @@ func TestServeSetToolsNotifies(t *testing.T) {
 // (URLs), after its text; loom's own client reads the bytes back as the
 // images of its result.
 func TestServeImages(t *testing.T) {
-	png := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+	png := testimage.Make("png", 1, 1)
 	result := llm.ToolResult{Content: "two pictures", Images: []llm.Image{
 		{Data: png, MediaType: "image/png"},
 		{URL: "https://example.com/chart.png", MediaType: "image/png"},
@@ -408,7 +410,7 @@ func TestServeImages(t *testing.T) {
 	if !reflect.DeepEqual(got.Images, []llm.Image{{Data: png, MediaType: "image/png"}}) {
 		t.Errorf("read back: %+v", got.Images)
 	}
-	if !strings.HasPrefix(got.Content, "two pictures\n[image 1: image/png, 16 bytes]\n[resource link: https://example.com/chart.png (image 2), image/png]") {
+	if !strings.HasPrefix(got.Content, fmt.Sprintf("two pictures\n[image 1: image/png, %d bytes]\n[resource link", len(png))+": https://example.com/chart.png (image 2), image/png]") {
 		t.Errorf("read back text %q", got.Content)
 	}
 }
