@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/llm"
 	"github.com/loomkit/loom/loomtest"
@@ -192,4 +193,62 @@ func TestEndToEndInterruptedCallsKeepHistoryValid(t *testing.T) {
 		t.Fatalf("the server refused the request: %v", last.Err)
 	}
 	_ = run.NotExecuted
+}
+
+// RunAs over real HTTP in both wire formats: the schema inferred from the
+// type reaches the server natively (Anthropic's output_config.format,
+// OpenAI's response_format with its name) in every request, including the
+// re-prompt after an answer that misses a required field, and the typed
+// value comes back.
+func TestEndToEndOutputSchema(t *testing.T) {
+	want, err := jsonschema.For[weather](nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantJSON, _ := json.Marshal(want)
+	for _, format := range []string{"openai", "anthropic"} {
+		t.Run(format, func(t *testing.T) {
+			srv := loomtest.Start(loomtest.Config{Turns: []loomtest.Turn{
+				loomtest.Text(`{"city":"Oslo"}`),
+				loomtest.Text(`{"city":"Oslo","celsius":4.5}`),
+			}})
+			defer srv.Close()
+			a := agent.New(agent.Config{Model: adapters(srv)[format], Retry: model.RetryPolicy{BaseDelay: time.Millisecond}})
+			v, res, err := agent.RunAs[weather](context.Background(), a, agent.Prompt("Weather in Oslo?"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v != (weather{City: "Oslo", Celsius: 4.5}) || res.Output != `{"city":"Oslo","celsius":4.5}` {
+				t.Fatalf("value %+v, output %q", v, res.Output)
+			}
+			reqs := srv.Requests()
+			if len(reqs) != 2 {
+				t.Fatalf("%d requests, want 2 (one re-prompt)", len(reqs))
+			}
+			wantName := "output"
+			if format == "anthropic" {
+				wantName = "" // Anthropic names no schema
+			}
+			for _, r := range reqs {
+				if r.Err != nil {
+					t.Fatalf("the server refused request %d: %v", r.Seq, r.Err)
+				}
+				s := r.Decoded.Schema
+				if s == nil {
+					t.Fatalf("request %d carried no output schema: %s", r.Seq, r.Body)
+				}
+				var got, exp any
+				if err := json.Unmarshal(s.Schema, &got); err != nil {
+					t.Fatal(err)
+				}
+				json.Unmarshal(wantJSON, &exp)
+				if s.Name != wantName || !reflect.DeepEqual(got, exp) {
+					t.Fatalf("request %d: schema %q %s, want %q %s", r.Seq, s.Name, s.Schema, wantName, wantJSON)
+				}
+			}
+			if fb := reqs[1].Decoded.Messages[len(reqs[1].Decoded.Messages)-1].Text(); !strings.Contains(fb, "celsius") {
+				t.Fatalf("the re-prompt does not name the missing field: %q", fb)
+			}
+		})
+	}
 }

@@ -34,6 +34,16 @@ type antRequest struct {
 	Temperature   *float64        `json:"temperature"`
 	TopP          *float64        `json:"top_p"`
 	StopSequences []string        `json:"stop_sequences"`
+	OutputConfig  *struct {
+		Format *antOutputFormat `json:"format"`
+	} `json:"output_config"`
+}
+
+// antOutputFormat is output_config.format: structured output, a JSON
+// Schema the answer's text must match.
+type antOutputFormat struct {
+	Type   string          `json:"type"`
+	Schema json.RawMessage `json:"schema"`
 }
 
 type antInMessage struct {
@@ -106,6 +116,13 @@ func decodeAnthropic(body []byte, rec *Request, check bool) error {
 		return err
 	}
 	d.System = sys
+	if oc := req.OutputConfig; oc != nil && oc.Format != nil {
+		shape, err := anthropicOutputFormat(oc.Format, check)
+		if err != nil {
+			return err
+		}
+		d.Schema = shape
+	}
 
 	names := map[string]bool{}
 	for i, t := range req.Tools {
@@ -179,6 +196,24 @@ func decodeAnthropic(body []byte, rec *Request, check bool) error {
 		return fmt.Errorf("messages.%d: `tool_use` ids were found without `tool_result` blocks immediately after: %s. Each `tool_use` block must have a corresponding `tool_result` block in the next message.", len(req.Messages)-1, strings.Join(prevUses, ", "))
 	}
 	return nil
+}
+
+// anthropicOutputFormat decodes output_config.format. Anthropic names no
+// schema, so the shape's Name is empty. When checking, a type other than
+// json_schema, and a schema that is missing or not an object, are refused.
+func anthropicOutputFormat(f *antOutputFormat, check bool) (*llm.OutputShape, error) {
+	if check {
+		if f.Type != "json_schema" {
+			return nil, fmt.Errorf("output_config.format.type: Input tag '%s' found using 'type' does not match any of the expected tags: 'json_schema'", f.Type)
+		}
+		switch s := bytes.TrimSpace(f.Schema); {
+		case len(s) == 0 || string(s) == "null":
+			return nil, errors.New("output_config.format.json_schema.schema: Field required")
+		case s[0] != '{':
+			return nil, errors.New("output_config.format.json_schema.schema: Input should be a valid dictionary")
+		}
+	}
+	return &llm.OutputShape{Schema: f.Schema}, nil
 }
 
 func missingIDs(uses []string, got map[string]bool) []string {
@@ -430,11 +465,23 @@ type oaiRequest struct {
 	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
-	MaxTokens           *int            `json:"max_tokens"`
-	MaxCompletionTokens *int            `json:"max_completion_tokens"`
-	Temperature         *float64        `json:"temperature"`
-	TopP                *float64        `json:"top_p"`
-	Stop                json.RawMessage `json:"stop"`
+	MaxTokens           *int               `json:"max_tokens"`
+	MaxCompletionTokens *int               `json:"max_completion_tokens"`
+	Temperature         *float64           `json:"temperature"`
+	TopP                *float64           `json:"top_p"`
+	Stop                json.RawMessage    `json:"stop"`
+	ResponseFormat      *oaiResponseFormat `json:"response_format"`
+}
+
+// oaiResponseFormat is response_format: text, json_object, or json_schema
+// with a named JSON Schema the answer must match.
+type oaiResponseFormat struct {
+	Type       string `json:"type"`
+	JSONSchema *struct {
+		Name   *string         `json:"name"`
+		Schema json.RawMessage `json:"schema"`
+		Strict *bool           `json:"strict"`
+	} `json:"json_schema"`
 }
 
 type oaiInMessage struct {
@@ -495,6 +542,13 @@ func decodeOpenAI(body []byte, rec *Request, check bool) error {
 		case req.StreamOptions != nil && !req.Stream:
 			return errors.New("The 'stream_options' parameter is only allowed when 'stream' is enabled.")
 		}
+	}
+	if f := req.ResponseFormat; f != nil {
+		shape, err := openAIResponseFormat(f, check)
+		if err != nil {
+			return err
+		}
+		d.Schema = shape
 	}
 	names := map[string]bool{}
 	for i, t := range req.Tools {
@@ -624,6 +678,62 @@ func decodeOpenAI(body []byte, rec *Request, check bool) error {
 	}
 	d.System = strings.Join(system, "\n\n")
 	return nil
+}
+
+// schemaNamePattern is the pattern of response_format.json_schema.name.
+var schemaNamePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// openAIResponseFormat decodes response_format: a json_schema format
+// becomes the shape (nil for text and json_object). When checking, an
+// unknown type, a json_schema format without json_schema or its name, a
+// name off the pattern, and a schema that is not an object are refused.
+// The schema itself may be left out: the API documents it as optional.
+func openAIResponseFormat(f *oaiResponseFormat, check bool) (*llm.OutputShape, error) {
+	switch f.Type {
+	case "text", "json_object":
+		return nil, nil
+	case "json_schema":
+	default:
+		if check {
+			return nil, fmt.Errorf("Invalid value: '%s'. Supported values are: 'text', 'json_object', and 'json_schema'.", f.Type)
+		}
+		return nil, nil
+	}
+	js := f.JSONSchema
+	if js == nil {
+		if check {
+			return nil, errors.New("Missing required parameter: 'response_format.json_schema'.")
+		}
+		return nil, nil
+	}
+	if check {
+		switch s := bytes.TrimSpace(js.Schema); {
+		case js.Name == nil:
+			return nil, errors.New("Missing required parameter: 'response_format.json_schema.name'.")
+		case !schemaNamePattern.MatchString(*js.Name):
+			return nil, errors.New("Invalid 'response_format.json_schema.name': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.")
+		case len(s) > 0 && string(s) != "null" && s[0] != '{':
+			return nil, fmt.Errorf("Invalid type for 'response_format.json_schema.schema': expected an object, but got %s instead.", jsonKind(s))
+		}
+	}
+	shape := &llm.OutputShape{Schema: js.Schema}
+	if js.Name != nil {
+		shape.Name = *js.Name
+	}
+	return shape, nil
+}
+
+// jsonKind names the kind of the JSON value s, as OpenAI's errors do.
+func jsonKind(s []byte) string {
+	switch s[0] {
+	case '"':
+		return "a string"
+	case '[':
+		return "an array"
+	case 't', 'f':
+		return "a boolean"
+	}
+	return "a number"
 }
 
 // openAIText reads content that is a string or an array of text parts.

@@ -21,11 +21,14 @@
 // Endpoints: POST /v1/chat/completions (OpenAI) and POST /v1/messages
 // (Anthropic). Requests are checked like the vendors check them (required
 // fields, tool-call pairing, id and tool-name patterns, the system prompt's
-// place, where images may go and their formats and sizes) and refused with
-// the vendor's 400 when they break a rule, without taking a turn;
-// Config.Lenient turns the checks off. Images inside an Anthropic
-// tool_result are decoded into the result's Images; OpenAI image parts
-// keep their URL (a data: URL as it came).
+// place, where images may go and their formats and sizes, the shape of the
+// output schema) and refused with the vendor's 400 when they break a rule,
+// without taking a turn; Config.Lenient turns the checks off. Images
+// inside an Anthropic tool_result are decoded into the result's Images;
+// OpenAI image parts keep their URL (a data: URL as it came). The output
+// schema of structured output, Anthropic's output_config.format or
+// OpenAI's response_format (of type json_schema both), is decoded into
+// Decoded.Schema; Anthropic names no schema, so its Name is empty.
 //
 // Turns are taken in arrival order from the shared script, or from a
 // format's own script, or made per request by Config.Func. The server is

@@ -71,7 +71,8 @@ type Request struct {
 	// stream_options.include_usage.
 	Stream, IncludeUsage bool
 	// Decoded is the body read back into loom's vocabulary, as far as it
-	// could be decoded.
+	// could be decoded. Decoded.Schema is the output schema asked for
+	// (output_config.format, response_format of type json_schema).
 	Decoded llm.Request
 	// Err says why the server refused the request with a 4xx (or why no
 	// turn was left), nil when it played a turn.

@@ -386,6 +386,38 @@ func TestDecodesResultImages(t *testing.T) {
 	}
 }
 
+// The output schema of structured output is read back in both formats,
+// byte for byte: Anthropic's output_config.format (no name) and OpenAI's
+// response_format; OpenAI's text and json_object formats ask for none.
+func TestDecodesOutputSchema(t *testing.T) {
+	const schema = `{"type":"object","properties":{"city":{"type":"string"}},"required":["city"],"additionalProperties":false}`
+	srv := loomtest.Start(loomtest.Config{Turns: []loomtest.Turn{loomtest.Text("a")}, Repeat: true})
+	defer srv.Close()
+	post(t, srv, loomtest.Anthropic, `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"}],"output_config":{"format":{"type":"json_schema","schema":`+schema+`}}}`)
+	post(t, srv, loomtest.OpenAI, `{"model":"m","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_schema","json_schema":{"name":"weather","strict":true,"schema":`+schema+`}}}`)
+	post(t, srv, loomtest.OpenAI, `{"model":"m","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_object"}}`)
+	post(t, srv, loomtest.Anthropic, `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"}],"output_config":{"effort":"low"}}`)
+	post(t, srv, loomtest.Anthropic, antBody)
+	reqs := srv.Requests()
+	for _, r := range reqs {
+		if r.Err != nil {
+			t.Fatalf("request %d refused: %v", r.Seq, r.Err)
+		}
+	}
+	a, o := reqs[0].Decoded.Schema, reqs[1].Decoded.Schema
+	if a == nil || a.Name != "" || string(a.Schema) != schema {
+		t.Fatalf("anthropic schema %+v", a)
+	}
+	if o == nil || o.Name != "weather" || string(o.Schema) != schema {
+		t.Fatalf("openai schema %+v", o)
+	}
+	for _, r := range reqs[2:] {
+		if r.Decoded.Schema != nil {
+			t.Fatalf("request %d: schema %+v where none was asked for", r.Seq, r.Decoded.Schema)
+		}
+	}
+}
+
 func TestRefusesWhatTheVendorRefuses(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -438,6 +470,28 @@ func TestRefusesWhatTheVendorRefuses(t *testing.T) {
 			"could not parse the JSON body"},
 		{"stream_options without stream", loomtest.OpenAI, `{"model":"m","stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`,
 			"only allowed when 'stream' is enabled"},
+		{"output format of another type", loomtest.Anthropic, `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}],"output_config":{"format":{"type":"json","schema":{"type":"object"}}}}`,
+			"output_config.format.type: Input tag 'json' found using 'type' does not match any of the expected tags: 'json_schema'"},
+		{"output format without type", loomtest.Anthropic, `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}],"output_config":{"format":{"schema":{"type":"object"}}}}`,
+			"output_config.format.type: Input tag '' found"},
+		{"output format without schema", loomtest.Anthropic, `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}],"output_config":{"format":{"type":"json_schema"}}}`,
+			"output_config.format.json_schema.schema: Field required"},
+		{"output schema not an object", loomtest.Anthropic, `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}],"output_config":{"format":{"type":"json_schema","schema":"{\"type\":\"object\"}"}}}`,
+			"output_config.format.json_schema.schema: Input should be a valid dictionary"},
+		{"output schema an array", loomtest.Anthropic, `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}],"output_config":{"format":{"type":"json_schema","schema":[]}}}`,
+			"output_config.format.json_schema.schema: Input should be a valid dictionary"},
+		{"response_format of another type", loomtest.OpenAI, `{"model":"m","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"schema"}}`,
+			"Invalid value: 'schema'. Supported values are: 'text', 'json_object', and 'json_schema'."},
+		{"response_format without json_schema", loomtest.OpenAI, `{"model":"m","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_schema"}}`,
+			"Missing required parameter: 'response_format.json_schema'."},
+		{"json_schema without name", loomtest.OpenAI, `{"model":"m","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_schema","json_schema":{"schema":{"type":"object"}}}}`,
+			"Missing required parameter: 'response_format.json_schema.name'."},
+		{"json_schema name off the pattern", loomtest.OpenAI, `{"model":"m","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_schema","json_schema":{"name":"my schema","schema":{"type":"object"}}}}`,
+			"Invalid 'response_format.json_schema.name': string does not match pattern."},
+		{"json_schema schema a string", loomtest.OpenAI, `{"model":"m","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_schema","json_schema":{"name":"out","schema":"{}"}}}`,
+			"Invalid type for 'response_format.json_schema.schema': expected an object, but got a string instead."},
+		{"json_schema schema an array", loomtest.OpenAI, `{"model":"m","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_schema","json_schema":{"name":"out","schema":[]}}}`,
+			"Invalid type for 'response_format.json_schema.schema': expected an object, but got an array instead."},
 		{"not JSON", loomtest.OpenAI, `{"model":`, "could not parse the JSON body"},
 	}
 	for _, c := range cases {

@@ -21,6 +21,13 @@
 // result. A call whose arguments are not one JSON object (a malformed
 // call, which was never run) is sent with input {}.
 //
+// Request.Schema (structured output) is sent as output_config:
+// {"format": {"type": "json_schema", "schema": ...}}, the schema as given
+// (Anthropic takes no name); a schema that is not one JSON object is
+// refused before sending with KindBadRequest. The API accepts only a
+// subset of JSON Schema and refuses the rest with a 400 (see
+// docs/rough_edges.md). Config.NoStructuredOutput leaves the field out.
+//
 // Before anything is sent, the history is checked with llm.CheckHistory: a
 // tool call without its result, or a result without its call, is refused
 // with a *model.Error of KindBadRequest wrapping the *llm.HistoryError, so a
@@ -100,6 +107,11 @@ type Config struct {
 	// ThinkingBudget, when positive, enables extended thinking with this
 	// many budget tokens (it must be below max_tokens).
 	ThinkingBudget int
+	// NoStructuredOutput leaves Request.Schema out of the request (no
+	// output_config), for Anthropic-compatible servers that refuse the
+	// field or models without structured outputs. The answer is then
+	// shaped by the prompt alone; callers validate it as they would anyway.
+	NoStructuredOutput bool
 	// HTTPClient sends the requests; nil means http.DefaultClient.
 	HTTPClient *http.Client
 	// Headers are added to every request (anthropic-beta, ...).

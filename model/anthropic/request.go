@@ -36,6 +36,13 @@ func (m *Model) encodeRequest(req llm.Request, stream bool, op string) ([]byte, 
 	if maxTokens <= 0 {
 		maxTokens = m.maxTokens
 	}
+	var outSchema []byte
+	if req.Schema != nil && !m.cfg.NoStructuredOutput {
+		outSchema = bytes.TrimSpace(req.Schema.Schema)
+		if len(outSchema) == 0 || outSchema[0] != '{' || !json.Valid(outSchema) {
+			return nil, badRequest(op, fmt.Sprintf("the output schema (Request.Schema %q) is not a JSON object", req.Schema.Name))
+		}
+	}
 	tools := req.Tools
 	var choice []byte
 	if len(tools) > 0 || req.ToolChoice.Mode != llm.ToolAuto {
@@ -67,7 +74,7 @@ func (m *Model) encodeRequest(req llm.Request, stream bool, op string) ([]byte, 
 		}
 	}
 
-	size := 256 + len(req.System)
+	size := 256 + len(req.System) + len(outSchema)
 	for _, msg := range req.Messages {
 		size += 32
 		for _, p := range msg.Parts {
@@ -153,6 +160,11 @@ func (m *Model) encodeRequest(req llm.Request, stream bool, op string) ([]byte, 
 		b = append(b, `,"thinking":{"type":"enabled","budget_tokens":`...)
 		b = strconv.AppendInt(b, int64(m.cfg.ThinkingBudget), 10)
 		b = append(b, '}')
+	}
+	if outSchema != nil {
+		b = append(b, `,"output_config":{"format":{"type":"json_schema","schema":`...)
+		b = append(b, outSchema...)
+		b = append(b, "}}"...)
 	}
 	if stream {
 		b = append(b, `,"stream":true`...)
