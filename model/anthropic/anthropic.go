@@ -22,11 +22,18 @@
 // call, which was never run) is sent with input {}.
 //
 // Request.Schema (structured output) is sent as output_config:
-// {"format": {"type": "json_schema", "schema": ...}}, the schema as given
-// (Anthropic takes no name); a schema that is not one JSON object is
-// refused before sending with KindBadRequest. The API accepts only a
-// subset of JSON Schema and refuses the rest with a 400 (see
-// docs/rough_edges.md). Config.NoStructuredOutput leaves the field out.
+// {"format": {"type": "json_schema", "schema": ...}} (Anthropic takes no
+// name); a schema that is not one JSON object is refused before sending
+// with KindBadRequest. The API accepts only a subset of JSON Schema and
+// refuses the rest with a 400, so the schema is rewritten into it: every
+// object closed (additionalProperties false), the bounds the API cannot
+// take (minimum, maxLength, pattern, minItems above 1, formats it does not
+// know, ...) moved into the description, oneOf sent as anyOf. The caller
+// validates the answer against its own schema (the agent does). A schema
+// whose meaning the subset cannot hold (a map or other open object,
+// recursion, an external $ref, an enum of objects, not, if) is left out
+// rather than changed into another. Config.NoStructuredOutput leaves the
+// field out always.
 //
 // Before anything is sent, the history is checked with llm.CheckHistory: a
 // tool call without its result, or a result without its call, is refused
@@ -135,6 +142,7 @@ type Model struct {
 	maxTokens int
 	idle      time.Duration
 	timeout   time.Duration
+	schemas   schemaCache
 }
 
 var _ model.Model = (*Model)(nil)

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"unicode/utf8"
@@ -38,10 +39,15 @@ func (m *Model) encodeRequest(req llm.Request, stream bool, op string) ([]byte, 
 	}
 	var outSchema []byte
 	if req.Schema != nil && !m.cfg.NoStructuredOutput {
-		outSchema = bytes.TrimSpace(req.Schema.Schema)
-		if len(outSchema) == 0 || outSchema[0] != '{' || !json.Valid(outSchema) {
+		raw := bytes.TrimSpace(req.Schema.Schema)
+		if len(raw) == 0 || raw[0] != '{' || !json.Valid(raw) {
 			return nil, badRequest(op, fmt.Sprintf("the output schema (Request.Schema %q) is not a JSON object", req.Schema.Name))
 		}
+		fit, err := m.fitSchema(raw)
+		if err != nil && !errors.Is(err, errSchemaUnfit) {
+			return nil, badRequest(op, fmt.Sprintf("the output schema (Request.Schema %q) is not a JSON object: %v", req.Schema.Name, err))
+		}
+		outSchema = fit // nil when unfit: the answer is validated by the caller only
 	}
 	tools := req.Tools
 	var choice []byte

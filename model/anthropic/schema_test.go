@@ -120,3 +120,24 @@ func TestMalformedOutputSchemaIsRefusedBeforeSending(t *testing.T) {
 		t.Fatalf("with structured output off the schema is not sent, so not checked: %v", err)
 	}
 }
+
+// The schema sent is rewritten into the subset the API takes (bounds told
+// in the description, objects closed); one whose meaning does not fit
+// there (here a map) is left out rather than changed into another.
+func TestOutputSchemaIsFittedToTheSubset(t *testing.T) {
+	srv := start(t, loomtest.Text(`{"age":3}`), loomtest.Text(`{"m":{"a":1}}`))
+	m := newModel(srv, anthropic.Config{})
+	if _, err := m.Generate(t.Context(), schemaRequest(`{"type":"object","properties":{"age":{"type":"integer","minimum":0}},"required":["age"]}`)); err != nil {
+		t.Fatal(err)
+	}
+	want := `{"type":"object","properties":{"age":{"type":"integer","description":"(minimum: 0)"}},"required":["age"],"additionalProperties":false}`
+	if s := srv.LastRequest().Decoded.Schema; s == nil || string(s.Schema) != want {
+		t.Fatalf("the server read the schema as %+v, want %s", s, want)
+	}
+	if _, err := m.Generate(t.Context(), schemaRequest(`{"type":"object","properties":{"m":{"type":"object","additionalProperties":{"type":"integer"}}}}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := body(t, srv)["output_config"]; ok || srv.LastRequest().Decoded.Schema != nil {
+		t.Fatalf("a map's schema was sent: %s", srv.LastRequest().Body)
+	}
+}
