@@ -71,8 +71,10 @@ type Registry struct {
 	Models map[string]model.Model
 	// Tools are the tools Input.Tools may name. Nil means none.
 	Tools *tool.Set
-	// Blobs is the store for transcripts; nil means a MemoryBlobs of this
-	// process. See Blobs for when it must be shared and durable.
+	// Blobs is the store for transcripts and the images of tool results;
+	// nil means a MemoryBlobs of this process. See Blobs for when it must
+	// be shared and durable: with more than one worker, images need a
+	// shared store.
 	Blobs Blobs
 	// CacheBytes bounds the worker's cache of blobs (default 64 MiB).
 	CacheBytes int64
