@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/loomkit/loom/llm"
 	"github.com/loomkit/loom/model"
@@ -41,8 +42,12 @@ func imageTurns() []modeltest.Turn {
 	return []modeltest.Turn{modeltest.ToolCalls(modeltest.Call("c1", "shot", `{}`)), modeltest.Text("four pictures")}
 }
 
+// imageInput starts a run of imageTurns. Heartbeats allow for megabytes
+// of JSON under the race detector.
 func imageInput() Input {
-	return Input{Model: "m", Tools: []string{"shot"}, Run: run.Config{Prompt: llm.UserText("look"), MaxTurns: run.Turns(3)}, Options: fastOptions()}
+	opts := fastOptions()
+	opts.ModelHeartbeat, opts.ToolHeartbeat = time.Minute, time.Minute
+	return Input{Model: "m", Tools: []string{"shot"}, Run: run.Config{Prompt: llm.UserText("look"), MaxTurns: run.Turns(3)}, Options: opts}
 }
 
 // sameImages fails unless got holds exactly want's bytes and media types.
