@@ -286,9 +286,9 @@ func (a *activities) Tool(ctx context.Context, in toolInput) (toolOutput, error)
 	res, err := a.tools.Call(cctx, in.Call)
 	if ctx.Err() != nil {
 		// Cancelled: report what the tool said, as the details of a
-		// cancellation, so the workflow knows it was cut short.
-		// The workflow reads only the content of a call cut short: its
-		// images would only weigh on the payload.
+		// cancellation, so the workflow knows it was cut short. The
+		// workflow reads only the content: images would only weigh on
+		// the payload.
 		res.Images = nil
 		return toolOutput{}, temporal.NewCanceledError(res)
 	}

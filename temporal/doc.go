@@ -159,6 +159,12 @@
 // in all, the largest payload being the 1 MB final result. On the dev
 // server, with continue-as-new at 1,000 events: 3 runs, 4.2 MB of history.
 //
+// Measured (TestLargeToolResultImages, TestServerLargeToolResultImages):
+// a tool result with 3.9 MB of images (1.5 MB and 3 × 800 KB) makes no
+// payload over about 1 KB; on the dev server the run's history is 29
+// events and under 8 KB. Inline, one 1.5 MB image makes a payload over
+// 2 MB, whose activity result the server refuses.
+//
 // The workflow holds the whole run in memory, as a driver must (the
 // machine needs it), so a continued run restores its transcript in one
 // workflow task: about half a second for 2 MB measured on a loaded
