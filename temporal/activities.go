@@ -71,8 +71,10 @@ type Registry struct {
 	Models map[string]model.Model
 	// Tools are the tools Input.Tools may name. Nil means none.
 	Tools *tool.Set
-	// Blobs is the store for transcripts; nil means a MemoryBlobs of this
-	// process. See Blobs for when it must be shared and durable.
+	// Blobs is the store for transcripts and the images of tool results;
+	// nil means a MemoryBlobs of this process. See Blobs for when it must
+	// be shared and durable: with more than one worker, images need a
+	// shared store.
 	Blobs Blobs
 	// CacheBytes bounds the worker's cache of blobs (default 64 MiB).
 	CacheBytes int64
@@ -203,6 +205,10 @@ func (a *activities) Model(ctx context.Context, in modelInput) (modelOutput, err
 	if err != nil {
 		return modelOutput{}, storeError(err)
 	}
+	// The model gets images as bytes: put back those sent by reference.
+	if msgs, err = resolveImages(ctx, a.res.cache.get, msgs); err != nil {
+		return modelOutput{}, activityImagesError(err)
+	}
 	req := in.Request
 	req.Messages, req.Tools = msgs, tools
 	resp, err := m.Generate(model.WithoutRetry(ctx), req)
@@ -280,7 +286,10 @@ func (a *activities) Tool(ctx context.Context, in toolInput) (toolOutput, error)
 	res, err := a.tools.Call(cctx, in.Call)
 	if ctx.Err() != nil {
 		// Cancelled: report what the tool said, as the details of a
-		// cancellation, so the workflow knows it was cut short.
+		// cancellation, so the workflow knows it was cut short. The
+		// workflow reads only the content: images would only weigh on
+		// the payload.
+		res.Images = nil
 		return toolOutput{}, temporal.NewCanceledError(res)
 	}
 	if err != nil {
@@ -288,6 +297,9 @@ func (a *activities) Tool(ctx context.Context, in toolInput) (toolOutput, error)
 		return toolOutput{}, appError((&ToolError{Name: info.Name, CallID: info.CallID, Message: info.Message}).Error(), ErrorTypeTool, info)
 	}
 	res.CallID, res.Name = in.Call.ID, in.Call.Name
+	// Large images go by reference (see images.go), so that the result
+	// and the model calls after it stay small.
+	res.Images = a.refImages(ctx, res.Images)
 	out := toolOutput{Result: res}
 	if len(res.Content) >= minContentRef {
 		key := contentKey(res.Content)

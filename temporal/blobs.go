@@ -24,14 +24,19 @@ import (
 // many goroutines (and, for a shared store, many processes): Put of a key
 // that is already there is a no-op, and Get never returns partial data.
 //
-// Correctness never depends on the store keeping anything: an activity
-// that misses a blob says so, and the workflow sends the messages again in
-// full. What the store buys is small activity inputs. Only a run carried
-// over continue-as-new by reference (a run snapshot larger than
-// Options.InlineCarryBytes) needs the store to keep its blobs until the
-// next run of the workflow has loaded them; use a durable store shared by
-// every worker (DirBlobs on one machine, or your own over a shared
-// database or object store) if runs grow that long.
+// For transcripts, correctness never depends on the store keeping
+// anything: an activity that misses a blob says so, and the workflow sends
+// the messages again in full. What the store buys is small activity
+// inputs. Two things need the store to keep its blobs: a run carried over
+// continue-as-new by reference (a run snapshot larger than
+// Options.InlineCarryBytes), until the next run of the workflow has loaded
+// them; and the images of tool results (see ImageRefPrefix), whose bytes
+// the tool activity keeps only in the store, until the run's last model
+// call (and until whoever reads the result has resolved them). Use a
+// durable store shared by every worker (DirBlobs on one machine, or your
+// own over a shared database or object store) when tools return images
+// or runs grow long: a model call that misses an image fails the run with
+// a *StoreError.
 type Blobs interface {
 	Put(ctx context.Context, key string, data []byte) error
 	Get(ctx context.Context, key string) ([]byte, error)

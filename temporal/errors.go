@@ -69,7 +69,7 @@ func (e *ToolError) Is(target error) bool { return target == ErrTool }
 
 // InputError reports an Input the workflow cannot run: a model or tool name
 // the worker's Registry lacks, tool specs given in Run.Tools, a missing
-// model name.
+// model name, a malformed image reference (see ImageRefPrefix).
 type InputError struct {
 	Field  string // the Input field at fault
 	Reason string

@@ -28,10 +28,19 @@ func TestToolResultImagesReachTheModel(t *testing.T) {
 		return []modeltest.Turn{modeltest.ToolCalls(modeltest.Call("c1", "shot", `{}`)), modeltest.Text("a login page")}
 	}
 	script := modeltest.NewScript(turns()...)
-	reg := Registry{Models: map[string]model.Model{"m": script}, Tools: tools}
+	store := &MemoryBlobs{}
+	reg := Registry{Models: map[string]model.Model{"m": script}, Tools: tools, Blobs: store}
 	in := Input{Model: "m", Tools: []string{"shot"}, Run: run.Config{Prompt: llm.UserText("look"), MaxTurns: run.Turns(3)}}
 	resp, err, _ := execute(t, func() *testsuiteEnv { return newEnv(t, reg) }, in)
 	if err != nil {
+		t.Fatal(err)
+	}
+	// The result names the large image by reference; the workers' store
+	// gives it back.
+	if rs := resp.Messages[2].ToolResults(); len(rs) != 1 || len(rs[0].Images) != 2 || !strings.HasPrefix(rs[0].Images[0].URL, ImageRefPrefix) || rs[0].Images[0].Data != nil {
+		t.Fatalf("the result's images are not references: %+v", rs)
+	}
+	if resp.Messages, err = ResolveImages(t.Context(), store, resp.Messages); err != nil {
 		t.Fatal(err)
 	}
 	ref := modeltest.NewScript(turns()...)

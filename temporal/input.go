@@ -7,6 +7,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/loomkit/loom/llm"
 	"github.com/loomkit/loom/run"
 )
 
@@ -153,7 +154,10 @@ func (in Input) Validate() error {
 		}
 		seen[name] = true
 	}
-	return nil
+	if err := checkImageRefs("Run.Prompt", []llm.Message{in.Run.Prompt}); err != nil {
+		return err
+	}
+	return checkImageRefs("Run.Input", in.Run.Input)
 }
 
 // Continuation is what a run carries into the next run of its workflow

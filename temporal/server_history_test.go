@@ -105,6 +105,26 @@ func TestServerBoundedHistory200Turns(t *testing.T) {
 	}
 }
 
+// writeHistories writes the histories of every run of workflow id to
+// testdata/replay/NAME-runN.json.
+func writeHistories(t *testing.T, c client.Client, name, id, runID string) {
+	t.Helper()
+	dir := filepath.Join("testdata", "replay")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i, h := range runHistories(t, c, id, runID) {
+		data, err := temporalproto.CustomJSONMarshalOptions{Indent: " "}.Marshal(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		file := filepath.Join(dir, fmt.Sprintf("%s-run%d.json", name, i+1))
+		if err := os.WriteFile(file, append(data, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestServerRecordHistories writes the histories replayed by TestReplay
 // (testdata/replay) from runs on a real server. It runs only with
 // LOOM_RECORD_HISTORY=1: recorded histories are kept, so that a change of
@@ -115,22 +135,7 @@ func TestServerRecordHistories(t *testing.T) {
 	}
 	c := serverClient(t)
 	ctx := testContext(t, time.Minute)
-	dir := filepath.Join("testdata", "replay")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	write := func(name string, id, runID string) {
-		for i, h := range runHistories(t, c, id, runID) {
-			data, err := temporalproto.CustomJSONMarshalOptions{Indent: " "}.Marshal(h)
-			if err != nil {
-				t.Fatal(err)
-			}
-			file := filepath.Join(dir, fmt.Sprintf("%s-run%d.json", name, i+1))
-			if err := os.WriteFile(file, append(data, '\n'), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	write := func(name string, id, runID string) { writeHistories(t, c, name, id, runID) }
 
 	// Tools in parallel and in sequence, an approval, a repaired name.
 	queue := queueName(t)
