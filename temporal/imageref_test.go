@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loomkit/loom/internal/testimage"
 	"github.com/loomkit/loom/llm"
 	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/model/modeltest"
@@ -18,14 +19,15 @@ import (
 )
 
 // bigImages returns an image of 1.5 MB and three of 800 KB, each of
-// different random bytes: together twice Temporal's payload limit.
+// different random bytes after a PNG header: together twice Temporal's payload limit.
 func bigImages() []llm.Image {
 	sizes := []int{1536 << 10, 800 << 10, 800 << 10, 800 << 10}
 	r := rand.NewChaCha8([32]byte{'i', 'm', 'g'})
 	out := make([]llm.Image, len(sizes))
 	for i, n := range sizes {
+		head := testimage.Make("png", 1+i, 1) // decodes as far as its size
 		data := make([]byte, n)
-		_, _ = r.Read(data)
+		_, _ = r.Read(data[copy(data, head):])
 		out[i] = llm.Image{Data: data, MediaType: "image/png"}
 	}
 	return out

@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/loomkit/loom/internal/testimage"
 	"github.com/loomkit/loom/llm"
 	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/model/modeltest"
@@ -116,8 +117,8 @@ func TestServerRecordImageHistories(t *testing.T) {
 	}
 	c := serverClient(t)
 	ctx := testContext(t, time.Minute)
-	large := llm.Image{Data: bytes.Repeat([]byte("\x89PNG"), 600), MediaType: "image/png"}
-	small := llm.Image{Data: []byte("GIF89a tiny"), MediaType: "image/gif"}
+	large := llm.Image{Data: append(testimage.Make("png", 1, 1), bytes.Repeat([]byte("\x89PNG"), 600)...), MediaType: "image/png"}
+	small := llm.Image{Data: testimage.Make("gif", 1, 1), MediaType: "image/gif"}
 	for _, tc := range []struct {
 		name  string
 		store Blobs
