@@ -6,15 +6,20 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/loomkit/loom/llm"
 	"github.com/loomkit/loom/loomtest"
 )
 
@@ -163,4 +168,110 @@ func TestTraceExportRefusesGRPC(t *testing.T) {
 	if !strings.Contains(r.stderr, "OTLP/HTTP") {
 		t.Errorf("stderr: %s", r.stderr)
 	}
+}
+
+// spanAttr returns the value of s's attribute key, as a string.
+func spanAttr(s *tracepb.Span, key string) string {
+	for _, kv := range s.GetAttributes() {
+		if kv.GetKey() == key {
+			v := kv.GetValue()
+			if b, ok := v.GetValue().(*commonpb.AnyValue_BoolValue); ok {
+				return strconv.FormatBool(b.BoolValue)
+			}
+			return v.GetStringValue()
+		}
+	}
+	return ""
+}
+
+// loom resume traces the run it continues like loom run does: a run span
+// marked resumed, with the run's id and conversation, above the resumed
+// run's model and tool spans, in a trace of its own.
+func TestTraceExportResume(t *testing.T) {
+	for _, noStream := range []bool{false, true} {
+		name := "stream"
+		if noStream {
+			name = "no-stream"
+		}
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t, loomtest.Config{Turns: []loomtest.Turn{
+				{Parts: []llm.Part{llm.Text{Text: "too late"}}, HeaderDelay: 30 * time.Second},
+				call("c1", "read_file", `{"path":"a.txt"}`),
+				loomtest.Text("It says alpha."),
+			}})
+			h.writeFile("a.txt", "alpha\n")
+			rcv := newOTLPReceiver(t)
+			h.env["OTEL_EXPORTER_OTLP_ENDPOINT"] = rcv.srv.URL
+			r := h.start("run", "read a.txt")
+			r.waitFor(t, "the run id", func(_, stderr string) bool { return strings.Contains(stderr, "run_") })
+			waitRequests(t, h.srv, 1)
+			r.cmd.Process.Signal(syscall.SIGINT)
+			id := runIDFrom(t, r.wait(t).want(t, 130).stderr)
+			first := rcv.waitSpans(t, 2) // the interrupted run and its model call
+			args := []string{"resume", "--yes", id}
+			if noStream {
+				args = append(args, "--no-stream")
+			}
+			h.run(args...).want(t, 0)
+			all := rcv.waitSpans(t, len(first)+4)
+
+			var orig, resumed *tracepb.Span
+			for _, s := range all {
+				if !strings.HasPrefix(s.GetName(), "invoke_agent") {
+					continue
+				}
+				if spanAttr(s, "loom.run.resumed") == "true" {
+					resumed = s
+				} else {
+					orig = s
+				}
+			}
+			if orig == nil || resumed == nil {
+				t.Fatalf("spans %s: want the interrupted run's and the resumed run's", names(all))
+			}
+			if got := spanAttr(resumed, "loom.run.id"); got != id {
+				t.Errorf("resumed run span: loom.run.id %q, want %q", got, id)
+			}
+			conv := spanAttr(orig, "gen_ai.conversation.id")
+			if conv == "" || spanAttr(resumed, "gen_ai.conversation.id") != conv {
+				t.Errorf("conversation: resumed %q, first run %q; want the same, not empty", spanAttr(resumed, "gen_ai.conversation.id"), conv)
+			}
+			if bytes.Equal(resumed.GetTraceId(), orig.GetTraceId()) {
+				t.Error("the resumed run shares the interrupted run's trace")
+			}
+			var under []string
+			for _, s := range all {
+				if bytes.Equal(s.GetParentSpanId(), resumed.GetSpanId()) && bytes.Equal(s.GetTraceId(), resumed.GetTraceId()) {
+					under = append(under, s.GetName())
+				}
+			}
+			slices.Sort(under)
+			if want := []string{"chat test-model", "chat test-model", "execute_tool read_file"}; !slices.Equal(under, want) {
+				t.Errorf("spans under the resumed run %v, want %v", under, want)
+			}
+		})
+	}
+}
+
+// waitSpans waits until at least n spans were received and returns them.
+func (r *otlpReceiver) waitSpans(t *testing.T, n int) []*tracepb.Span {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		r.mu.Lock()
+		spans := slices.Clone(r.spans)
+		r.mu.Unlock()
+		if len(spans) >= n || time.Now().After(deadline) {
+			return spans
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func names(spans []*tracepb.Span) string {
+	var out []string
+	for _, s := range spans {
+		out = append(out, s.GetName())
+	}
+	return strings.Join(out, ",")
 }
