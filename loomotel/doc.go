@@ -14,7 +14,9 @@
 //     "invoke_agent {name}" with the run's id, turns and token totals.
 //     The agent passes the span's context down, so the model and tool
 //     spans of the run are its children. Resume and ResumeStream do the
-//     same for a run the agent continues, with loom.run.resumed.
+//     same for a run the agent continues, with loom.run.resumed, and
+//     StartRemoteRun makes a CLIENT span for a run another process
+//     drives (on Temporal).
 //
 // Instrument adds the first two to an agent.Config:
 //
