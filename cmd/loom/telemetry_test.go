@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"compress/gzip"
+	"crypto/rand"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -274,4 +276,89 @@ func names(spans []*tracepb.Span) string {
 		out = append(out, s.GetName())
 	}
 	return strings.Join(out, ",")
+}
+
+// loom run --temporal traces the run as a client span, and the trace
+// context goes through Temporal to loom worker, whose model and tool
+// spans (under the activities' spans) land in the same trace; the worker
+// sends its spans when it stops, and the progress queries are not traced.
+func TestTemporalTraceExport(t *testing.T) {
+	addr := temporalAddr(t)
+	h := newHarness(t, loomtest.Config{Turns: []loomtest.Turn{
+		call("c1", "read_file", `{"path":"a.txt"}`),
+		loomtest.Text("Done on Temporal."),
+	}})
+	h.writeFile("a.txt", "alpha\n")
+	rcv := newOTLPReceiver(t)
+	h.env["OTEL_EXPORTER_OTLP_ENDPOINT"] = rcv.srv.URL
+	queue := "loom-cli-test-" + strings.ToLower(rand.Text()[:10])
+	w := h.start("worker", "--temporal", addr, "--queue", queue)
+	w.waitFor(t, "the worker to start", func(_, stderr string) bool { return strings.Contains(stderr, "loom worker: task queue") })
+	r := h.run("run", "--temporal", addr, "--queue", queue, "--yes", "--output", "jsonl", "read a.txt").want(t, 0)
+	id := fmt.Sprint(lines(t, r.stdout)[0]["run_id"])
+	w.cmd.Process.Signal(syscall.SIGINT)
+	w.wait(t).want(t, 130)
+
+	// Both processes have ended: what they sent is all there is.
+	rcv.mu.Lock()
+	spans := slices.Clone(rcv.spans)
+	rcv.mu.Unlock()
+	byID := map[string]*tracepb.Span{}
+	var root *tracepb.Span
+	for _, s := range spans {
+		byID[string(s.GetSpanId())] = s
+		if s.GetName() == "invoke_agent loom" && spanAttr(s, "loom.run.id") == id {
+			root = s
+		}
+	}
+	if root == nil {
+		t.Fatalf("no run span for %s among %s", id, names(spans))
+	}
+	if root.GetKind() != tracepb.Span_SPAN_KIND_CLIENT || len(root.GetParentSpanId()) != 0 {
+		t.Errorf("run span: kind %v, parent %x; want a client span at the root", root.GetKind(), root.GetParentSpanId())
+	}
+	// underRoot says whether s descends from the run span, and through
+	// which span names.
+	underRoot := func(s *tracepb.Span) (bool, []string) {
+		var path []string
+		for range len(spans) {
+			p, ok := byID[string(s.GetParentSpanId())]
+			if !ok {
+				return false, path
+			}
+			if p == root {
+				return true, path
+			}
+			path = append(path, p.GetName())
+			s = p
+		}
+		return false, path
+	}
+	var chats, tools int
+	for _, s := range spans {
+		name := s.GetName()
+		if strings.Contains(name, "Query") {
+			t.Errorf("a query was traced: %s", name)
+		}
+		if !strings.HasPrefix(name, "chat ") && !strings.HasPrefix(name, "execute_tool ") {
+			continue
+		}
+		ok, path := underRoot(s)
+		if !ok || !bytes.Equal(s.GetTraceId(), root.GetTraceId()) {
+			t.Errorf("%s is not in the run's trace (ancestors %v)", name, path)
+			continue
+		}
+		if len(path) == 0 || !strings.HasPrefix(path[0], "RunActivity:") {
+			t.Errorf("%s: ancestors %v, want an activity's span first", name, path)
+		}
+		switch name {
+		case "chat test-model":
+			chats++
+		case "execute_tool read_file":
+			tools++
+		}
+	}
+	if chats != 2 || tools != 1 {
+		t.Errorf("%d model spans and %d tool spans in the run's trace, want 2 and 1; spans %s", chats, tools, names(spans))
+	}
 }
