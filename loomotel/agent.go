@@ -42,25 +42,10 @@ func Instrument(cfg agent.Config, opts ...Option) agent.Config {
 // approval is not an error but has loom.run.suspended. in.OnEvent still
 // gets every event.
 func Run(ctx context.Context, a *agent.Agent, in agent.Input, opts ...Option) (agent.Result, error) {
-	c := newConfig(opts)
-	ctx, r := c.startRun(ctx, in)
-	defer func() {
-		if v := recover(); v != nil {
-			panicked(r.span, v)
-			r.span.End()
-			panic(v)
-		}
-	}()
-	onEvent := in.OnEvent
-	in.OnEvent = func(e agent.Event) {
-		r.observe(e)
-		if onEvent != nil {
-			onEvent(e)
-		}
-	}
-	res, err := a.Run(ctx, in)
-	r.end(res, err == nil, err)
-	return res, err
+	return runUnary(ctx, newConfig(opts), startOf(in), func(ctx context.Context, on func(agent.Event)) (agent.Result, error) {
+		in.OnEvent = on
+		return a.Run(ctx, in)
+	}, in.OnEvent)
 }
 
 // Stream is Run for a.Stream: the span starts when the sequence is ranged
@@ -68,9 +53,76 @@ func Run(ctx context.Context, a *agent.Agent, in agent.Input, opts ...Option) (a
 // ranging before the run is done (then with loom.stream.abandoned; the
 // agent cancels such a run).
 func Stream(ctx context.Context, a *agent.Agent, in agent.Input, opts ...Option) iter.Seq2[agent.Event, error] {
-	c := newConfig(opts)
+	return runStream(ctx, newConfig(opts), startOf(in), func(ctx context.Context) iter.Seq2[agent.Event, error] {
+		return a.Stream(ctx, in)
+	})
+}
+
+// Resume runs a.Resume(ctx, res) in an invoke_agent span as Run does,
+// with loom.run.resumed true and loom.run.id res.RunID (or the id the
+// agent reports, for a Snapshot). A Resumption does not name the
+// conversation: give it with WithConversationID to have
+// gen_ai.conversation.id on the run's spans. The span's input messages
+// (with WithContentCapture) are left out: the resumed run's messages are
+// in its journal, not in res. loom.run.turns and the token totals are the
+// run's, turns before the resumption included. res.OnEvent still gets
+// every event.
+func Resume(ctx context.Context, a *agent.Agent, res agent.Resumption, opts ...Option) (agent.Result, error) {
+	return runUnary(ctx, newConfig(opts), runStart{runID: res.RunID, resumed: true}, func(ctx context.Context, on func(agent.Event)) (agent.Result, error) {
+		res.OnEvent = on
+		return a.Resume(ctx, res)
+	}, res.OnEvent)
+}
+
+// ResumeStream is Resume for a.ResumeStream, with the span's life as in
+// Stream.
+func ResumeStream(ctx context.Context, a *agent.Agent, res agent.Resumption, opts ...Option) iter.Seq2[agent.Event, error] {
+	return runStream(ctx, newConfig(opts), runStart{runID: res.RunID, resumed: true}, func(ctx context.Context) iter.Seq2[agent.Event, error] {
+		return a.ResumeStream(ctx, res)
+	})
+}
+
+// runStart is what a run's span knows when it starts.
+type runStart struct {
+	conversation string
+	runID        string
+	resumed      bool
+	messages     []llm.Message // the input, for content capture
+}
+
+func startOf(in agent.Input) runStart {
+	msgs := slices.Clone(in.History)
+	if len(in.Prompt.Parts) > 0 {
+		msgs = append(msgs, in.Prompt)
+	}
+	return runStart{conversation: in.ConversationID, runID: in.RunID, messages: msgs}
+}
+
+// runUnary traces do, a blocking run that reports its events to the
+// function it is given; onEvent is the caller's observer.
+func runUnary(ctx context.Context, c *config, st runStart, do func(context.Context, func(agent.Event)) (agent.Result, error), onEvent func(agent.Event)) (agent.Result, error) {
+	ctx, r := c.startRun(ctx, st)
+	defer func() {
+		if v := recover(); v != nil {
+			panicked(r.span, v)
+			r.span.End()
+			panic(v)
+		}
+	}()
+	res, err := do(ctx, func(e agent.Event) {
+		r.observe(e)
+		if onEvent != nil {
+			onEvent(e)
+		}
+	})
+	r.end(res, err == nil, err)
+	return res, err
+}
+
+// runStream traces the run seq returns when the result is ranged.
+func runStream(ctx context.Context, c *config, st runStart, seq func(context.Context) iter.Seq2[agent.Event, error]) iter.Seq2[agent.Event, error] {
 	return func(yield func(agent.Event, error) bool) {
-		ctx, r := c.startRun(ctx, in)
+		ctx, r := c.startRun(ctx, st)
 		ended := false
 		defer func() {
 			if !ended { // a panic, in the run or in the consumer's loop
@@ -80,7 +132,7 @@ func Stream(ctx context.Context, a *agent.Agent, in agent.Input, opts ...Option)
 		}()
 		var res agent.Result
 		done := false
-		for e, err := range a.Stream(ctx, in) {
+		for e, err := range seq(ctx) {
 			if err != nil {
 				ended = true
 				r.end(res, false, err)
@@ -137,8 +189,11 @@ type agentRun struct {
 	total   llm.Usage
 }
 
-func (c *config) startRun(ctx context.Context, in agent.Input) (context.Context, *agentRun) {
-	attrs := make([]attribute.KeyValue, 0, 5)
+func (c *config) startRun(ctx context.Context, st runStart) (context.Context, *agentRun) {
+	if st.conversation == "" {
+		st.conversation = c.conversation
+	}
+	attrs := make([]attribute.KeyValue, 0, 6)
 	attrs = append(attrs, semconv.GenAIOperationNameInvokeAgent)
 	name := semconv.GenAIOperationNameInvokeAgent.Value.AsString()
 	if c.provider != "" {
@@ -148,24 +203,23 @@ func (c *config) startRun(ctx context.Context, in agent.Input) (context.Context,
 		attrs = append(attrs, semconv.GenAIAgentName(c.agentName))
 		name += " " + c.agentName
 	}
-	if in.ConversationID != "" {
-		attrs = append(attrs, semconv.GenAIConversationID(in.ConversationID))
+	if st.conversation != "" {
+		attrs = append(attrs, semconv.GenAIConversationID(st.conversation))
 	}
-	if in.RunID != "" {
-		attrs = append(attrs, RunIDKey.String(in.RunID))
+	if st.runID != "" {
+		attrs = append(attrs, RunIDKey.String(st.runID))
+	}
+	if st.resumed {
+		attrs = append(attrs, ResumedKey.Bool(true))
 	}
 	ctx, span := c.tracer().Start(ctx, name, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
-	info := &runInfo{conversation: in.ConversationID}
-	if in.RunID != "" {
-		info.id.Store(&in.RunID)
+	info := &runInfo{conversation: st.conversation}
+	if st.runID != "" {
+		info.id.Store(&st.runID)
 	}
 	r := &agentRun{c: c, span: span, info: info, content: c.content && span.IsRecording()}
-	if r.content {
-		msgs := slices.Clone(in.History)
-		if len(in.Prompt.Parts) > 0 {
-			msgs = append(msgs, in.Prompt)
-		}
-		if a, ok := messagesAttr(semconv.GenAIInputMessagesKey, messagesJSON(msgs)); ok {
+	if r.content && len(st.messages) > 0 {
+		if a, ok := messagesAttr(semconv.GenAIInputMessagesKey, messagesJSON(st.messages)); ok {
 			span.SetAttributes(a)
 		}
 	}

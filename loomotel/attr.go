@@ -31,6 +31,9 @@ const (
 	// SuspendedKey is true on an invoke_agent span whose run was suspended
 	// for approval (agent.SuspendedError); such a span is not an error.
 	SuspendedKey = attribute.Key("loom.run.suspended")
+	// ResumedKey is true on an invoke_agent span of a run continued by
+	// Resume or ResumeStream.
+	ResumedKey = attribute.Key("loom.run.resumed")
 	// AbandonedKey is true on a span of a stream whose consumer stopped
 	// ranging it before it ended; such a span is not an error.
 	AbandonedKey = attribute.Key("loom.stream.abandoned")

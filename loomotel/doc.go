@@ -13,7 +13,10 @@
 //   - Run and Stream wrap one run of an agent in an INTERNAL span
 //     "invoke_agent {name}" with the run's id, turns and token totals.
 //     The agent passes the span's context down, so the model and tool
-//     spans of the run are its children.
+//     spans of the run are its children. Resume and ResumeStream do the
+//     same for a run the agent continues, with loom.run.resumed, and
+//     StartRemoteRun makes a CLIENT span for a run another process
+//     drives (on Temporal).
 //
 // Instrument adds the first two to an agent.Config:
 //
@@ -45,5 +48,5 @@
 //
 // What loom adds under its own names: loom.tool.effect,
 // loom.tool.idempotency_key, loom.run.id, loom.run.turns,
-// loom.run.suspended and loom.stream.abandoned.
+// loom.run.resumed, loom.run.suspended and loom.stream.abandoned.
 package loomotel

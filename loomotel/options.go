@@ -11,16 +11,18 @@ import (
 // uses.
 const ScopeName = "github.com/loomkit/loom/loomotel"
 
-// Option configures Model, Tool, Instrument, Run and Stream. Options given
+// Option configures Model, Tool, Instrument, Run, Stream, Resume and
+// ResumeStream. Options given
 // later win; an option that does not apply to a function is ignored by it.
 type Option func(*config)
 
 type config struct {
-	tp        trace.TracerProvider
-	mp        metric.MeterProvider
-	provider  string
-	agentName string
-	content   bool
+	tp           trace.TracerProvider
+	mp           metric.MeterProvider
+	provider     string
+	agentName    string
+	conversation string
+	content      bool
 }
 
 func newConfig(opts []Option) *config {
@@ -74,6 +76,15 @@ func WithProvider(name string) Option {
 // "invoke_agent" without one).
 func WithAgentName(name string) Option {
 	return func(c *config) { c.agentName = name }
+}
+
+// WithConversationID sets gen_ai.conversation.id on the spans of Run,
+// Stream, Resume and ResumeStream and on the model spans of their runs
+// when the run does not name its conversation itself: always for Resume
+// and ResumeStream (agent.Resumption has no conversation), and for Run
+// and Stream when Input.ConversationID is empty.
+func WithConversationID(id string) Option {
+	return func(c *config) { c.conversation = id }
 }
 
 // WithContentCapture records what the model and the tools read and write:

@@ -114,7 +114,7 @@ func (a *app) resumeCmd(args []string) error {
 	switch info.Status {
 	case store.StatusDone:
 		if prompt == "" {
-			_, err := s.resume(ctx, info.ID, system) // shows its answer again
+			_, err := s.resume(ctx, info.ID, info.ConversationID, system) // shows its answer again
 			return err
 		}
 	case store.StatusFailed:
@@ -135,7 +135,7 @@ func (a *app) resumeCmd(args []string) error {
 				return fmt.Errorf("cannot take over run %s from the stopped process %s: %w", info.ID, info.Owner, err)
 			}
 		}
-		if _, err := s.resume(ctx, info.ID, system); err != nil || prompt == "" {
+		if _, err := s.resume(ctx, info.ID, info.ConversationID, system); err != nil || prompt == "" {
 			return err
 		}
 	}

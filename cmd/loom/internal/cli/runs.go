@@ -120,7 +120,7 @@ func storedRuns(ctx context.Context, st store.Store, limit int) ([]runRow, error
 
 // temporalRuns are the newest runs on the Temporal server at addr.
 func (a *app) temporalRuns(ctx context.Context, addr string, limit int) ([]runRow, error) {
-	c, err := a.dialTemporal(ctx, addr)
+	c, err := a.dialTemporal(ctx, addr, nil)
 	if err != nil {
 		return nil, err
 	}

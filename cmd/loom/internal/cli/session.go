@@ -11,6 +11,7 @@ import (
 	"iter"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -336,22 +337,34 @@ func (s *session) run(ctx context.Context, ag *agent.Agent, in agent.Input) (age
 	return ag.Run(ctx, in)
 }
 
-// resume continues a stored run under system (the system prompt it was
-// started with).
-func (s *session) resume(ctx context.Context, runID, system string) (agent.Result, error) {
+// resume continues a stored run of conversation conv under system (the
+// system prompt it was started with).
+func (s *session) resume(ctx context.Context, runID, conv, system string) (agent.Result, error) {
 	ag, err := s.newAgent(system)
 	if err != nil {
 		return agent.Result{}, err
 	}
 	res := agent.Resumption{RunID: runID}
+	var opts []loomotel.Option
+	if s.trace != nil {
+		opts = append(slices.Clip(s.trace.opts), loomotel.WithConversationID(conv))
+	}
 	var seq iter.Seq2[agent.Event, error]
-	if s.o.noStream {
+	switch {
+	case s.o.noStream:
 		seq = blocking(func(on func(agent.Event)) error {
 			res.OnEvent = on
-			_, err := ag.Resume(ctx, res)
+			var err error
+			if s.trace != nil {
+				_, err = loomotel.Resume(ctx, ag, res, opts...)
+			} else {
+				_, err = ag.Resume(ctx, res)
+			}
 			return err
 		})
-	} else {
+	case s.trace != nil:
+		seq = loomotel.ResumeStream(ctx, ag, res, opts...)
+	default:
 		seq = ag.ResumeStream(ctx, res)
 	}
 	return s.drive(ctx, seq, runID, true)

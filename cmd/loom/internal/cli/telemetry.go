@@ -9,6 +9,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	temporalotel "go.temporal.io/sdk/contrib/opentelemetry"
+	"go.temporal.io/sdk/interceptor"
 
 	"github.com/loomkit/loom/loomotel"
 )
@@ -61,6 +63,17 @@ func startTracing(ctx context.Context, getenv func(string) string, provider stri
 		loomotel.WithContentCapture(getenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT") == "true"),
 	}
 	return t, nil
+}
+
+// temporalInterceptor returns the Temporal SDK's tracing interceptor,
+// exporting with t's provider and carrying the W3C trace context in
+// Temporal headers. Queries are not traced: loom run --temporal polls
+// the run's progress with them.
+func (t *tracing) temporalInterceptor() (interceptor.Interceptor, error) {
+	return temporalotel.NewTracingInterceptor(temporalotel.TracerOptions{
+		Tracer:              t.tp.Tracer("temporal-sdk-go"),
+		DisableQueryTracing: true,
+	})
 }
 
 // shutdown sends the spans not sent yet, waiting at most 5 s.

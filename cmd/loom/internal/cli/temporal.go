@@ -15,6 +15,7 @@ import (
 	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/cmd/loom/internal/ui"
 	"github.com/loomkit/loom/llm"
+	"github.com/loomkit/loom/loomotel"
 	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/run"
 	"github.com/loomkit/loom/store/sqlite"
@@ -34,12 +35,22 @@ import (
 // and per call for tools that judge their arguments); loom run --temporal
 // approves what waits with --yes, and otherwise leaves it to loom approve.
 
-// dialTemporal connects to the Temporal server at addr.
-func (a *app) dialTemporal(ctx context.Context, addr string) (client.Client, error) {
+// dialTemporal connects to the Temporal server at addr. With tr (nil for
+// none), the client and the workers made with it trace what they do and
+// carry the trace context through Temporal.
+func (a *app) dialTemporal(ctx context.Context, addr string, tr *tracing) (client.Client, error) {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	logger := slog.New(slog.NewTextHandler(a.env.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	c, err := client.DialContext(ctx, client.Options{HostPort: addr, Logger: tlog.NewStructuredLogger(logger)})
+	opts := client.Options{HostPort: addr, Logger: tlog.NewStructuredLogger(logger)}
+	if tr != nil {
+		ic, err := tr.temporalInterceptor()
+		if err != nil {
+			return nil, fmt.Errorf("cannot trace Temporal calls: %w", err)
+		}
+		opts.Interceptors = append(opts.Interceptors, ic)
+	}
+	c, err := client.DialContext(ctx, opts)
 	if err != nil {
 		return nil, usagef("Start one with: temporal server start-dev, or give --temporal the address of yours.", "cannot reach the Temporal server at %s: %v", addr, err)
 	}
@@ -93,7 +104,22 @@ func (a *app) workerCmd(args []string) error {
 		return err
 	}
 	defer tb.close()
-	set, err := tool.NewSet(tb.coding()...)
+	ctx, stop := a.signals(context.Background(), nil)
+	defer stop()
+	tr, err := startTracing(ctx, a.env.Getenv, ms.provider)
+	if err != nil {
+		return err
+	}
+	defer tr.shutdown() // after the worker stopped: its last spans are sent
+	tools := tb.coding()
+	m := newModel(ms, base, key)
+	if tr != nil {
+		for i, t := range tools {
+			tools[i] = loomotel.Tool(tr.opts...)(t)
+		}
+		m = loomotel.Model(tr.opts...)(m)
+	}
+	set, err := tool.NewSet(tools...)
 	if err != nil {
 		return err
 	}
@@ -105,16 +131,14 @@ func (a *app) workerCmd(args []string) error {
 	if err != nil {
 		return usagef("", "cannot use %s for transcripts: %v", dir, err)
 	}
-	ctx, stop := a.signals(context.Background(), nil)
-	defer stop()
-	c, err := a.dialTemporal(ctx, o.temporal)
+	c, err := a.dialTemporal(ctx, o.temporal, tr)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 	queue := queueOf(o)
 	w, err := temporal.NewWorker(c, temporal.Registry{
-		Models: map[string]model.Model{ms.spec: newModel(ms, base, key)},
+		Models: map[string]model.Model{ms.spec: m},
 		Tools:  set,
 		Blobs:  blobs,
 	}, &temporal.WorkerOptions{TaskQueue: queue})
@@ -173,7 +197,12 @@ func (a *app) temporalRun(o *options, prompt string) error {
 	}
 	ctx, stop := a.signals(context.Background(), nil)
 	defer stop()
-	c, err := a.dialTemporal(ctx, o.temporal)
+	tr, err := startTracing(ctx, a.env.Getenv, ms.provider)
+	if err != nil {
+		return err
+	}
+	defer tr.shutdown()
+	c, err := a.dialTemporal(ctx, o.temporal, tr)
 	if err != nil {
 		return err
 	}
@@ -194,8 +223,17 @@ func (a *app) temporalRun(o *options, prompt string) error {
 		},
 	}
 	id := "run_" + newID()
+	// The run's span, a client span: the workers' spans of the run are
+	// its descendants through the trace context Temporal carries.
+	end := func(llm.Usage, error) {}
+	if tr != nil {
+		var rr *loomotel.RemoteRun
+		ctx, rr = loomotel.StartRemoteRun(ctx, id, tr.opts...)
+		end = rr.End
+	}
 	h, err := temporal.Start(ctx, c, in, client.StartWorkflowOptions{ID: id, TaskQueue: queueOf(o)})
 	if err != nil {
+		end(llm.Usage{}, err)
 		return usagef("", "cannot start the run on Temporal: %v", err)
 	}
 	s.sink.Start(h.WorkflowID, ms.spec, false)
@@ -203,6 +241,7 @@ func (a *app) temporalRun(o *options, prompt string) error {
 	cancelled := false
 	for ev, err := range h.Progress(context.WithoutCancel(ctx), nil) {
 		if err != nil {
+			end(llm.Usage{}, err)
 			s.sink.Fail(id, err, false)
 			return &exitError{code: ExitFailed}
 		}
@@ -233,6 +272,7 @@ func (a *app) temporalRun(o *options, prompt string) error {
 		}
 	}
 	res, err := h.Result(context.WithoutCancel(ctx))
+	end(res.Usage, err)
 	if err != nil {
 		var ce *temporal.CancelledError
 		if errors.As(err, &ce) {
@@ -292,7 +332,7 @@ func (a *app) approveCmd(args []string) error {
 	}
 	ctx, stop := a.signals(context.Background(), nil)
 	defer stop()
-	c, err := a.dialTemporal(ctx, *addr)
+	c, err := a.dialTemporal(ctx, *addr, nil)
 	if err != nil {
 		return err
 	}
