@@ -73,8 +73,10 @@ type Registry struct {
 	Tools *tool.Set
 	// Blobs is the store for transcripts and the images of tool results;
 	// nil means a MemoryBlobs of this process. See Blobs for when it must
-	// be shared and durable: with more than one worker, images need a
-	// shared store.
+	// be shared and durable. With a MemoryBlobs, images of tool results
+	// stay inline (the store is only a cache then); with any other store
+	// they go by reference, and it must keep them and be shared by the
+	// workers.
 	Blobs Blobs
 	// CacheBytes bounds the worker's cache of blobs (default 64 MiB).
 	CacheBytes int64
@@ -86,6 +88,9 @@ type activities struct {
 	models map[string]model.Model
 	tools  *tool.Set
 	res    resolver
+	// imageRefs is whether tool results' images go by reference: not with
+	// a MemoryBlobs, which loses them with the process and is not shared.
+	imageRefs bool
 }
 
 func newActivities(reg Registry) (*activities, error) {
@@ -109,7 +114,8 @@ func newActivities(reg Registry) (*activities, error) {
 	if tools == nil {
 		tools = &tool.Set{}
 	}
-	return &activities{models: reg.Models, tools: tools, res: resolver{cache: newBlobCache(store, size)}}, nil
+	_, inMemory := store.(*MemoryBlobs)
+	return &activities{models: reg.Models, tools: tools, res: resolver{cache: newBlobCache(store, size)}, imageRefs: !inMemory}, nil
 }
 
 // heartbeat records a heartbeat with details every third of the

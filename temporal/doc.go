@@ -128,7 +128,8 @@
 //     megabytes of screenshots is then a few hundred bytes of history.
 //     Unlike the transcript, the bytes are nowhere else: the store must
 //     keep them, and be shared when there are several workers (a missing
-//     image fails the run with a *StoreError). Handle.Result and the
+//     image fails the run with a *StoreError). A MemoryBlobs (the default)
+//     is neither, so with it images stay inline. Handle.Result and the
 //     events name such images by reference; ResolveImages with the
 //     workers' store gives their bytes. StoreImage puts an input image
 //     (in Run.Prompt or Run.Input) by reference in the same way.

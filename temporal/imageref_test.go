@@ -82,6 +82,10 @@ func lastResults(t testing.TB, script *modeltest.Script) []llm.ToolResult {
 	return rs
 }
 
+// sharedBlobs stands for a store shared by the workers: images go by
+// reference to it, as they do not to a MemoryBlobs.
+type sharedBlobs struct{ MemoryBlobs }
+
 // refusingBlobs is a MemoryBlobs that fails to store the keys in refuse.
 type refusingBlobs struct {
 	MemoryBlobs
@@ -124,7 +128,7 @@ func TestLargeToolResultImages(t *testing.T) {
 	}
 
 	t.Run("by reference", func(t *testing.T) {
-		store := &MemoryBlobs{}
+		store := &sharedBlobs{}
 		resp, _, rec := runImages(t, images, store)
 		largest, total, count := rec.stats()
 		t.Logf("by reference: largest payload %d bytes; %d payloads, %d bytes in all", largest, count, total)
@@ -166,7 +170,7 @@ func TestToolImagesBelowTheThresholdStayInline(t *testing.T) {
 	atLimit := llm.Image{Data: bytes.Repeat([]byte{2}, minImageRef), MediaType: "image/webp"}
 	byURL := llm.Image{URL: "https://example.com/a.png"}
 	both := llm.Image{URL: "https://example.com/b.png", Data: bytes.Repeat([]byte{3}, 4096), MediaType: "image/png"}
-	store := &MemoryBlobs{}
+	store := &sharedBlobs{}
 	acts, err := newActivities(Registry{Models: map[string]model.Model{"m": modeltest.NewScript()}, Blobs: store})
 	if err != nil {
 		t.Fatal(err)
@@ -222,7 +226,7 @@ func TestMissingImageBlob(t *testing.T) {
 // An input image stored with StoreImage reaches the model as its bytes;
 // a malformed reference in the input is refused before anything runs.
 func TestInputImagesByReference(t *testing.T) {
-	store := &MemoryBlobs{}
+	store := &sharedBlobs{}
 	img := bigImages()[1]
 	ref, err := StoreImage(t.Context(), store, img)
 	if err != nil {
@@ -265,7 +269,7 @@ func TestInputImagesByReference(t *testing.T) {
 // leaves its argument alone and passes on what needs nothing.
 func TestStoreAndResolveImages(t *testing.T) {
 	ctx := t.Context()
-	store := &MemoryBlobs{}
+	store := &sharedBlobs{}
 	for _, img := range []llm.Image{
 		{Data: []byte("png"), MediaType: ""},
 		{Data: []byte("png"), MediaType: "image/png", URL: "https://example.com/a.png"},
@@ -311,5 +315,26 @@ func TestStoreAndResolveImages(t *testing.T) {
 	}
 	if _, err := ResolveImages(ctx, store, []llm.Message{{Role: llm.RoleUser, Parts: []llm.Part{llm.Image{URL: ImageRefPrefix + "x"}}}}); !errors.Is(err, ErrInput) {
 		t.Fatalf("a malformed reference: %v", err)
+	}
+}
+
+// With the default store, a MemoryBlobs of the worker's process, images
+// stay inline: that store loses them with the process and is not shared,
+// so it may only be a cache. Any other store takes them by reference.
+func TestImagesStayInlineInAMemoryStore(t *testing.T) {
+	big := bigImages()[1:2]
+	for _, tc := range []struct {
+		name  string
+		store Blobs
+		refs  bool
+	}{{"default", nil, false}, {"memory", &MemoryBlobs{}, false}, {"shared", &sharedBlobs{}, true}} {
+		acts, err := newActivities(Registry{Models: map[string]model.Model{"m": modeltest.NewScript()}, Blobs: tc.store})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := acts.refImages(t.Context(), big)
+		if got := isImageRef(out[0]); got != tc.refs {
+			t.Errorf("%s: by reference %v, want %v", tc.name, got, tc.refs)
+		}
 	}
 }

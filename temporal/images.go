@@ -180,7 +180,11 @@ func resolveImage(ctx context.Context, get func(context.Context, string) ([]byte
 // minImageRef bytes (and no URL, which a reference would lose) stored in
 // the worker's store and replaced by a reference. An image the store
 // does not take stays inline: the run goes on, only its payloads grow.
+// With a MemoryBlobs every image stays inline (see Registry.Blobs).
 func (a *activities) refImages(ctx context.Context, images []llm.Image) []llm.Image {
+	if !a.imageRefs {
+		return images
+	}
 	var out []llm.Image
 	for i, img := range images {
 		if len(img.Data) < minImageRef || img.URL != "" {

@@ -28,7 +28,7 @@ func TestToolResultImagesReachTheModel(t *testing.T) {
 		return []modeltest.Turn{modeltest.ToolCalls(modeltest.Call("c1", "shot", `{}`)), modeltest.Text("a login page")}
 	}
 	script := modeltest.NewScript(turns()...)
-	store := &MemoryBlobs{}
+	store := &sharedBlobs{}
 	reg := Registry{Models: map[string]model.Model{"m": script}, Tools: tools, Blobs: store}
 	in := Input{Model: "m", Tools: []string{"shot"}, Run: run.Config{Prompt: llm.UserText("look"), MaxTurns: run.Turns(3)}}
 	resp, err, _ := execute(t, func() *testsuiteEnv { return newEnv(t, reg) }, in)

@@ -123,7 +123,7 @@ func TestServerRecordImageHistories(t *testing.T) {
 		name  string
 		store Blobs
 	}{
-		{"tool-images", &MemoryBlobs{}},
+		{"tool-images", &sharedBlobs{}},
 		{"tool-images-inline", &refusingBlobs{refuse: map[string]bool{BlobKey(large.Data): true}}},
 	} {
 		queue := queueName(t)
