@@ -189,10 +189,10 @@ type agentRun struct {
 	total   llm.Usage
 }
 
-func (c *config) startRun(ctx context.Context, st runStart) (context.Context, *agentRun) {
-	if st.conversation == "" {
-		st.conversation = c.conversation
-	}
+// runSpan returns the name and attributes of an invoke_agent span: the
+// operation, provider, agent name, conversation and run id (the last two
+// left out when empty).
+func (c *config) runSpan(conversation, runID string) (string, []attribute.KeyValue) {
 	attrs := make([]attribute.KeyValue, 0, 6)
 	attrs = append(attrs, semconv.GenAIOperationNameInvokeAgent)
 	name := semconv.GenAIOperationNameInvokeAgent.Value.AsString()
@@ -203,12 +203,20 @@ func (c *config) startRun(ctx context.Context, st runStart) (context.Context, *a
 		attrs = append(attrs, semconv.GenAIAgentName(c.agentName))
 		name += " " + c.agentName
 	}
-	if st.conversation != "" {
-		attrs = append(attrs, semconv.GenAIConversationID(st.conversation))
+	if conversation != "" {
+		attrs = append(attrs, semconv.GenAIConversationID(conversation))
 	}
-	if st.runID != "" {
-		attrs = append(attrs, RunIDKey.String(st.runID))
+	if runID != "" {
+		attrs = append(attrs, RunIDKey.String(runID))
 	}
+	return name, attrs
+}
+
+func (c *config) startRun(ctx context.Context, st runStart) (context.Context, *agentRun) {
+	if st.conversation == "" {
+		st.conversation = c.conversation
+	}
+	name, attrs := c.runSpan(st.conversation, st.runID)
 	if st.resumed {
 		attrs = append(attrs, ResumedKey.Bool(true))
 	}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"go.opentelemetry.io/otel/attribute"
-	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/loomkit/loom/agent"
@@ -33,22 +31,7 @@ type RemoteRun struct {
 // WithConversationID) and loom.run.id runID (left out when empty).
 func StartRemoteRun(ctx context.Context, runID string, opts ...Option) (context.Context, *RemoteRun) {
 	c := newConfig(opts)
-	attrs := make([]attribute.KeyValue, 0, 5)
-	attrs = append(attrs, semconv.GenAIOperationNameInvokeAgent)
-	name := semconv.GenAIOperationNameInvokeAgent.Value.AsString()
-	if c.provider != "" {
-		attrs = append(attrs, semconv.GenAIProviderNameKey.String(c.provider))
-	}
-	if c.agentName != "" {
-		attrs = append(attrs, semconv.GenAIAgentName(c.agentName))
-		name += " " + c.agentName
-	}
-	if c.conversation != "" {
-		attrs = append(attrs, semconv.GenAIConversationID(c.conversation))
-	}
-	if runID != "" {
-		attrs = append(attrs, RunIDKey.String(runID))
-	}
+	name, attrs := c.runSpan(c.conversation, runID)
 	ctx, span := c.tracer().Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
 	return ctx, &RemoteRun{c: c, span: span}
 }
