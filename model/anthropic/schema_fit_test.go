@@ -90,3 +90,26 @@ func FuzzFitSchema(f *testing.F) {
 		}
 	})
 }
+
+// The rewrite of a typical output schema (nested objects, bounds), done
+// once per schema and model: later requests take it from the cache.
+func BenchmarkFitSchema(b *testing.B) {
+	raw := []byte(`{"type":"object","properties":{"city":{"type":"string","minLength":1},"days":{"type":"array","maxItems":7,"items":{"type":"object","properties":{"date":{"type":"string","format":"date"},"celsius":{"type":"number","minimum":-90,"maximum":60},"rain":{"type":["null","boolean"]}},"required":["date","celsius"]}}},"required":["city","days"]}`)
+	m := New(Config{APIKey: "k", Model: "m"})
+	b.Run("rewrite", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := fitSchema(raw); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("cached", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := m.fitSchema(raw); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
