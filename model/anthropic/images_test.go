@@ -5,12 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/loomkit/loom/internal/testimage"
 	"github.com/loomkit/loom/llm"
 	"github.com/loomkit/loom/loomtest"
 	"github.com/loomkit/loom/model"
@@ -165,5 +168,78 @@ func TestToolResultImageRefusedBeforeSending(t *testing.T) {
 	}
 	if n := len(srv.Requests()); n != 0 {
 		t.Fatalf("%d refused requests reached the server", n)
+	}
+}
+
+// A history of screenshots outgrows the API's bounds on one request's
+// images: with more than 20 images, none may have a side over 2000
+// pixels. The oldest large ones are left out of the request, each with a
+// line saying so, until 20 remain; the newest large one, and the caller's
+// history, keep theirs.
+func TestRequestKeepsWithinImageLimits(t *testing.T) {
+	small := llm.Image{Data: testimage.Make("png", 8, 8), MediaType: "image/png"}
+	large := llm.Image{Data: testimage.Make("webp", 2500, 1400), MediaType: "image/webp"}
+	var msgs []llm.Message
+	for i := range 23 {
+		img := small
+		if i%5 == 0 { // 0, 5, 10, 15, 20
+			img = large
+		}
+		id := fmt.Sprintf("toolu_%d", i)
+		msgs = append(msgs,
+			llm.Message{Role: llm.RoleAssistant, Parts: []llm.Part{llm.ToolCall{ID: id, Name: "shot", Arguments: `{}`}}},
+			llm.Message{Role: llm.RoleUser, Parts: []llm.Part{llm.ToolResult{CallID: id, Name: "shot", Content: "page", Images: []llm.Image{img}}}})
+	}
+	msgs = slices.Insert(msgs, 0, llm.UserText("Browse."))
+	srv := start(t, loomtest.Text("done"))
+	m := newModel(srv, anthropic.Config{})
+	if _, err := m.Generate(t.Context(), llm.Request{Tools: []llm.ToolSpec{{Name: "shot"}}, Messages: msgs}); err != nil {
+		t.Fatal(err)
+	}
+	var sentImages []string
+	for _, msg := range body(t, srv)["messages"].([]any) {
+		content, _ := msg.(map[string]any)["content"].([]any)
+		for _, block := range content {
+			b := block.(map[string]any)
+			if b["type"] != "tool_result" {
+				continue
+			}
+			inner, _ := b["content"].([]any)
+			kind := "none"
+			if s, ok := b["content"].(string); ok && strings.Contains(s, "left out of this request") {
+				kind = "left out"
+			}
+			for _, c := range inner {
+				c := c.(map[string]any)
+				switch {
+				case c["type"] == "image":
+					kind = c["source"].(map[string]any)["media_type"].(string)
+				case strings.Contains(fmt.Sprint(c["text"]), "left out of this request"):
+					kind = "left out"
+				}
+			}
+			sentImages = append(sentImages, kind)
+		}
+	}
+	var want []string
+	for i := range 23 {
+		switch {
+		case i%5 == 0 && i < 15:
+			want = append(want, "left out")
+		case i%5 == 0:
+			want = append(want, "image/webp")
+		default:
+			want = append(want, "image/png")
+		}
+	}
+	if !reflect.DeepEqual(sentImages, want) {
+		t.Fatalf("the request's results carried\n%v\nwant\n%v", sentImages, want)
+	}
+	for _, msg := range msgs {
+		for _, p := range msg.Parts {
+			if r, ok := p.(llm.ToolResult); ok && len(r.Images) != 1 {
+				t.Fatal("the caller's history lost an image")
+			}
+		}
 	}
 }

@@ -16,9 +16,15 @@ import (
 	"github.com/loomkit/loom/model/internal/wire"
 )
 
+// imageLimits are the API's bounds on the images of a request: 100
+// images, sides of at most 2000 pixels when there are more than 20, and
+// 32 MB for the whole request (of which the images may take 28).
+var imageLimits = wire.ImageLimits{MaxImages: 100, ManyImages: 20, ManySide: 2000, MaxBase64: 28 << 20}
+
 // encodeRequest writes the Messages request body for req in one pass: the
 // history is checked, then every value is appended as JSON text, with no
-// intermediate structs and no re-encoding of nested values.
+// intermediate structs and no re-encoding of nested values. The oldest
+// images are left out when the request would pass imageLimits.
 func (m *Model) encodeRequest(req llm.Request, stream bool, op string) ([]byte, error) {
 	if err := llm.CheckHistory(req.Messages); err != nil {
 		return nil, &model.Error{Kind: model.KindBadRequest, Op: op, Message: "the history breaks tool-call pairing; the request was not sent", Err: err}
@@ -26,6 +32,7 @@ func (m *Model) encodeRequest(req llm.Request, stream bool, op string) ([]byte, 
 	if err := llm.CheckImages(req.Messages); err != nil {
 		return nil, &model.Error{Kind: model.KindBadRequest, Op: op, Message: "the history holds an image that cannot be sent; the request was not sent", Err: err}
 	}
+	req.Messages, _ = wire.FitImages(req.Messages, imageLimits)
 	modelName := req.Model
 	if modelName == "" {
 		modelName = m.cfg.Model
