@@ -29,7 +29,9 @@ func history(images ...llm.Image) []llm.Message {
 	return msgs
 }
 
-func png(w, h int) llm.Image { return llm.Image{Data: testimage.Make("png", w, h), MediaType: "image/png"} }
+func png(w, h int) llm.Image {
+	return llm.Image{Data: testimage.Make("png", w, h), MediaType: "image/png"}
+}
 
 // sent lists, in order, whether each image of the original history is
 // still in out (true) or was left out with its note (false).
