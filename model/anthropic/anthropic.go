@@ -41,7 +41,11 @@
 // request the API would reject never leaves. Likewise llm.CheckImages
 // refuses an image, as a part or in a result, with neither data nor a URL
 // or with data but no media type (wrapping the *llm.ImageError). Formats
-// and sizes are the API's to check. The body is encoded once, in one pass,
+// and the size of one image are the API's to check; the API's bounds on
+// a request's images (100, sides of at most 2000 pixels when more than
+// 20, 32 MB in all) are kept by leaving the oldest images out of the
+// request, each replaced by a line saying so (the caller's history keeps
+// them). The body is encoded once, in one pass,
 // and can be replayed by the transport (GetBody).
 //
 // # Responses

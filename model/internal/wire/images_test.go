@@ -92,7 +92,7 @@ func TestFitImages(t *testing.T) {
 	}
 	for _, c := range cases {
 		msgs := history(c.images...)
-		before := reflect.ValueOf(msgs).Len()
+		before := len(msgs)
 		snapshot := fmt.Sprintf("%#v", msgs)
 		out, n := FitImages(msgs, testLimits)
 		got := sent(t, out)
