@@ -133,3 +133,58 @@ func TestFitImagesInOneResult(t *testing.T) {
 		t.Fatal("the history's result lost an image")
 	}
 }
+
+// Whatever the images of a history, the request keeps within the limits
+// as far as its images allow, leaves the history as it was, and counts
+// what it left out.
+func FuzzFitImages(f *testing.F) {
+	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12})
+	f.Add([]byte{200, 201, 202, 3, 204, 5, 206})
+	f.Add([]byte{})
+	pool := []llm.Image{
+		png(1, 1), png(101, 3), png(3, 150),
+		{URL: "https://example.com/a.png"},
+		{Data: append(testimage.Make("png", 2, 2), make([]byte, 1500)...), MediaType: "image/png"},
+		{Data: []byte("not decodable"), MediaType: "image/png"},
+	}
+	f.Fuzz(func(t *testing.T, picks []byte) {
+		if len(picks) > 40 {
+			picks = picks[:40]
+		}
+		var images []llm.Image
+		for _, p := range picks {
+			images = append(images, pool[int(p)%len(pool)])
+		}
+		msgs := history(images...)
+		snapshot := fmt.Sprintf("%#v", msgs)
+		out, n := FitImages(msgs, testLimits)
+		if fmt.Sprintf("%#v", msgs) != snapshot {
+			t.Fatal("the history was modified")
+		}
+		if err := llm.CheckHistory(out); err != nil {
+			t.Fatal(err)
+		}
+		var kept []llm.Image
+		for _, m := range out {
+			for _, p := range m.Parts {
+				switch p := p.(type) {
+				case llm.Image:
+					kept = append(kept, p)
+				case llm.ToolResult:
+					kept = append(kept, p.Images...)
+				}
+			}
+		}
+		if len(kept)+n != len(images) {
+			t.Fatalf("%d kept + %d left out != %d", len(kept), n, len(images))
+		}
+		total, large := 0, false
+		for _, img := range kept {
+			total += (len(img.Data) + 2) / 3 * 4
+			large = large || maxSide(img.Data) > testLimits.ManySide
+		}
+		if len(kept) > testLimits.MaxImages || total > testLimits.MaxBase64 || (len(kept) > testLimits.ManyImages && large) {
+			t.Fatalf("%d images, %d bytes of base64, a large one %v: past the limits", len(kept), total, large)
+		}
+	})
+}
