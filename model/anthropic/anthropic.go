@@ -123,6 +123,11 @@ type Config struct {
 	// field or models without structured outputs. The answer is then
 	// shaped by the prompt alone; callers validate it as they would anyway.
 	NoStructuredOutput bool
+	// MaxImages, when positive, keeps at most that many images in one
+	// request (the API takes 100): the oldest are left out, each replaced
+	// by a line saying so (the caller's history keeps them), to spend
+	// fewer input tokens on old screenshots. 0 keeps the API's bounds only.
+	MaxImages int
 	// HTTPClient sends the requests; nil means http.DefaultClient.
 	HTTPClient *http.Client
 	// Headers are added to every request (anthropic-beta, ...).

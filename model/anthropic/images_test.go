@@ -243,3 +243,35 @@ func TestRequestKeepsWithinImageLimits(t *testing.T) {
 		}
 	}
 }
+
+// Config.MaxImages keeps fewer images than the API would take: the
+// newest.
+func TestMaxImagesKeepsTheNewest(t *testing.T) {
+	srv := start(t, loomtest.Text("ok"))
+	m := newModel(srv, anthropic.Config{MaxImages: 1})
+	req := resultImagesRequest()
+	if _, err := m.Generate(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	sent := string(srv.LastRequest().Body)
+	if n := strings.Count(sent, `"type":"image"`); n != 1 {
+		t.Fatalf("%d images sent, want 1:\n%s", n, sent)
+	}
+	if strings.Count(sent, "left out of this request") < 1 {
+		t.Fatalf("no line says an image was left out:\n%s", sent)
+	}
+	all := 0
+	for _, msg := range req.Messages {
+		for _, p := range msg.Parts {
+			switch p := p.(type) {
+			case llm.Image:
+				all++
+			case llm.ToolResult:
+				all += len(p.Images)
+			}
+		}
+	}
+	if all < 2 {
+		t.Fatalf("the request under test has %d images; it needs more than 1", all)
+	}
+}

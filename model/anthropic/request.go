@@ -32,7 +32,12 @@ func (m *Model) encodeRequest(req llm.Request, stream bool, op string) ([]byte, 
 	if err := llm.CheckImages(req.Messages); err != nil {
 		return nil, &model.Error{Kind: model.KindBadRequest, Op: op, Message: "the history holds an image that cannot be sent; the request was not sent", Err: err}
 	}
-	req.Messages, _ = wire.FitImages(req.Messages, imageLimits)
+	lim := imageLimits
+	if n := m.cfg.MaxImages; n > 0 && n < lim.MaxImages {
+		lim.MaxImages = n
+		lim.ManyImages = min(lim.ManyImages, n)
+	}
+	req.Messages, _ = wire.FitImages(req.Messages, lim)
 	modelName := req.Model
 	if modelName == "" {
 		modelName = m.cfg.Model

@@ -162,3 +162,30 @@ func TestResultImageRefusedBeforeSending(t *testing.T) {
 		t.Fatalf("%d refused requests reached the server", n)
 	}
 }
+
+// Config.MaxImages keeps the newest images of a request and leaves the
+// older ones out, each with a line saying so; the caller's history keeps
+// them all.
+func TestMaxImagesKeepsTheNewest(t *testing.T) {
+	m, f := start(t, openai.Config{APIKey: "sk-test-key", MaxImages: 2},
+		jsonReply(200, `{"id":"c1","choices":[{"index":0,"message":{"content":"ok"},"finish_reason":"stop"}]}`))
+	req := resultImagesRequest()
+	if _, err := m.Generate(bg, req); err != nil {
+		t.Fatal(err)
+	}
+	body := string(f.requests()[0].Body)
+	if n := strings.Count(body, `"type":"image_url"`); n != 2 {
+		t.Fatalf("%d images sent, want 2:\n%s", n, body)
+	}
+	for _, want := range []string{`data:image/gif;base64,`, `https://example.com/mine.png`, `[image 1 of this result is left out of this request`, `[image 2 of this result is left out of this request`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the body lacks %q:\n%s", want, body)
+		}
+	}
+	if strings.Contains(body, "data:image/png") || strings.Contains(body, "chart.png") {
+		t.Errorf("the oldest images were sent:\n%s", body)
+	}
+	if r := req.Messages[2].Parts[0].(llm.ToolResult); len(r.Images) != 2 {
+		t.Fatal("the caller's history lost an image")
+	}
+}

@@ -142,6 +142,13 @@ type Config struct {
 	Timeout time.Duration
 	// MaxResponseBytes bounds a blocking response body; 0 means 64 MiB.
 	MaxResponseBytes int64
+	// MaxImages, when positive, keeps at most that many images in one
+	// request: the oldest are left out, each replaced by a line saying so
+	// (the caller's history keeps them). Many OpenAI-compatible servers
+	// take only a few images per request (vLLM one unless started with
+	// --limit-mm-per-prompt), and every image costs input tokens. 0 sends
+	// them all.
+	MaxImages int
 }
 
 // Model is a model.Model speaking Chat Completions.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/loomkit/loom/llm"
@@ -155,6 +156,9 @@ func (m *Model) buildBody(op string, req llm.Request, stream bool) (chatRequest,
 	}
 	if err := llm.CheckImages(req.Messages); err != nil {
 		return chatRequest{}, badRequest(op, "the history holds an image that cannot be sent; nothing was sent", err)
+	}
+	if n := m.cfg.MaxImages; n > 0 {
+		req.Messages, _ = wire.FitImages(req.Messages, wire.ImageLimits{MaxImages: n, ManyImages: n, MaxBase64: math.MaxInt})
 	}
 	name, err := m.modelName(op, req)
 	if err != nil {
