@@ -1,18 +1,12 @@
 package tool
 
 import (
-	"bytes"
 	"fmt"
-	"image"
-	_ "image/gif"  // registers GIF for image.DecodeConfig
-	_ "image/jpeg" // registers JPEG
-	_ "image/png"  // registers PNG
 	"net/http"
 	"slices"
 	"strings"
 
-	_ "golang.org/x/image/webp" // registers WebP
-
+	"github.com/loomkit/loom/internal/imageinfo"
 	"github.com/loomkit/loom/llm"
 )
 
@@ -75,14 +69,14 @@ func CheckImage(img llm.Image) (mediaType string, err error) {
 		}
 		return fail("the models take PNG, JPEG, GIF and WebP only")
 	}
-	cfg, _, err := image.DecodeConfig(bytes.NewReader(img.Data))
+	w, h, _, err := imageinfo.Size(img.Data)
 	switch {
 	case err != nil:
 		return fail("its %s header does not decode: %v", sniffed, err)
-	case cfg.Width <= 0 || cfg.Height <= 0:
-		return fail("it is %d×%d pixels", cfg.Width, cfg.Height)
-	case cfg.Width > MaxImageSide || cfg.Height > MaxImageSide:
-		return fail("%d×%d pixels; a side may have at most %d", cfg.Width, cfg.Height, MaxImageSide)
+	case w <= 0 || h <= 0:
+		return fail("it is %d×%d pixels", w, h)
+	case w > MaxImageSide || h > MaxImageSide:
+		return fail("%d×%d pixels; a side may have at most %d", w, h, MaxImageSide)
 	}
 	return sniffed, nil
 }

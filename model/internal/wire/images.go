@@ -1,17 +1,11 @@
 package wire
 
 import (
-	"bytes"
 	"fmt"
-	"image"
-	_ "image/gif"  // registers GIF for image.DecodeConfig
-	_ "image/jpeg" // registers JPEG
-	_ "image/png"  // registers PNG
 	"slices"
 	"strings"
 
-	_ "golang.org/x/image/webp" // registers WebP
-
+	"github.com/loomkit/loom/internal/imageinfo"
 	"github.com/loomkit/loom/llm"
 )
 
@@ -97,11 +91,11 @@ func maxSide(data []byte) int {
 	if len(data) == 0 {
 		return 0
 	}
-	cfg, _, err := image.DecodeConfig(bytes.NewReader(data))
+	w, h, _, err := imageinfo.Size(data)
 	if err != nil {
 		return 0
 	}
-	return max(cfg.Width, cfg.Height)
+	return max(w, h)
 }
 
 // omit returns a copy of msgs without the images marked in drop; the
