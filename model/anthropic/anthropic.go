@@ -151,7 +151,7 @@ type Model struct {
 	maxTokens int
 	idle      time.Duration
 	timeout   time.Duration
-	schemas   schemaCache
+	schemas   wire.Memo // output schemas fitted to the subset; nil: left out
 }
 
 var _ model.Model = (*Model)(nil)

@@ -8,7 +8,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"sync"
 )
 
 // Anthropic's structured outputs take a subset of JSON Schema: every
@@ -40,37 +39,24 @@ var schemaDescribe = []string{
 // schemaFormats are the string formats the API takes.
 var schemaFormats = []string{"date-time", "time", "date", "duration", "email", "hostname", "uri", "ipv4", "ipv6", "uuid"}
 
-// schemaCache keeps the rewrites of the last output schemas, since a run
-// sends the same one with every request.
-type schemaCache struct {
-	mu      sync.Mutex
-	entries map[string]fitted
-}
-
-type fitted struct {
-	schema []byte
-	err    error
-}
-
-const schemaCacheSize = 32
-
-// fitSchema is [fitSchema] through the model's cache.
+// fitSchema is [fitSchema] remembered per model (a run sends the same
+// schema with every request); a schema left out is remembered as nil. A
+// schema that does not decode is not remembered: it fails the request.
 func (m *Model) fitSchema(raw []byte) ([]byte, error) {
-	c := &m.schemas
-	c.mu.Lock()
-	f, ok := c.entries[string(raw)]
-	c.mu.Unlock()
-	if ok {
-		return f.schema, f.err
+	if v, ok := m.schemas.Get(raw); ok {
+		if v == nil {
+			return nil, errSchemaUnfit
+		}
+		return v, nil
 	}
-	f.schema, f.err = fitSchema(raw)
-	c.mu.Lock()
-	if c.entries == nil || len(c.entries) >= schemaCacheSize {
-		c.entries = map[string]fitted{}
+	fit, err := fitSchema(raw)
+	switch {
+	case err == nil:
+		m.schemas.Put(raw, fit)
+	case errors.Is(err, errSchemaUnfit):
+		m.schemas.Put(raw, nil)
 	}
-	c.entries[string(raw)] = f
-	c.mu.Unlock()
-	return f.schema, f.err
+	return fit, err
 }
 
 // errSchemaUnfit says the schema cannot be sent in the API's subset.

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/loomkit/loom/llm"
+	"github.com/loomkit/loom/model/internal/wire"
 )
 
 // referenceBody is what encodeRequest sent before the direct encoder:
@@ -216,14 +217,14 @@ func TestSchemaCache(t *testing.T) {
 		t.Fatalf("a schema changed in place was not sent as it is now: %s", changed)
 	}
 	// The cache stays bounded, and what is not cached is still right.
-	for i := range maxSchemas + 50 {
+	for i := range wire.MemoEntries + 50 {
 		req.Tools[0].Schema = json.RawMessage(fmt.Sprintf(`{"description": "%d"}`, i))
 		body, err := m.encodeRequest(opGenerate, req, false)
 		if err != nil || !bytes.Contains(body, []byte(fmt.Sprintf(`"parameters":{"description":"%d"}`, i))) {
 			t.Fatalf("schema %d: %v %s", i, err, body)
 		}
 	}
-	if n := len(*m.schemas.m.Load()); n > maxSchemas {
-		t.Fatalf("the cache holds %d schemas, more than %d", n, maxSchemas)
+	if n := m.schemas.Len(); n > wire.MemoEntries {
+		t.Fatalf("the cache holds %d schemas, more than %d", n, wire.MemoEntries)
 	}
 }

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"unicode/utf8"
 )
 
@@ -291,59 +289,16 @@ func appendString(dst []byte, s string) []byte {
 	return append(dst, '"')
 }
 
-// Bounds on the compacted schemas a Model remembers.
-const (
-	maxSchemas     = 256
-	maxSchemaBytes = 1 << 20
-)
-
-// schemaCache remembers tool schemas compacted, so that the schemas sent
-// with every turn are checked and compacted once per Model. Lookups take
-// no lock: the map is replaced, never changed.
-type schemaCache struct {
-	m     atomic.Pointer[map[string][]byte]
-	mu    sync.Mutex
-	bytes int
-}
-
 // appendSchema appends raw compacted, as appendRaw does.
 func (m *Model) appendSchema(dst []byte, raw []byte) ([]byte, error) {
-	if c := m.schemas.m.Load(); c != nil {
-		if v, ok := (*c)[string(raw)]; ok {
-			return append(dst, v...), nil
-		}
+	if v, ok := m.schemas.Get(raw); ok {
+		return append(dst, v...), nil
 	}
 	start := len(dst)
 	dst, err := appendRaw(dst, raw)
 	if err != nil || raw == nil {
 		return dst, err
 	}
-	m.schemas.remember(raw, dst[start:])
+	m.schemas.Put(raw, dst[start:])
 	return dst, nil
-}
-
-func (c *schemaCache) remember(raw, compact []byte) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	old := c.m.Load()
-	n := 0
-	if old != nil {
-		if _, ok := (*old)[string(raw)]; ok {
-			return
-		}
-		n = len(*old)
-	}
-	size := len(raw) + len(compact)
-	if n >= maxSchemas || c.bytes+size > maxSchemaBytes {
-		return
-	}
-	next := make(map[string][]byte, n+1)
-	if old != nil {
-		for k, v := range *old {
-			next[k] = v
-		}
-	}
-	next[string(raw)] = bytes.Clone(compact)
-	c.bytes += size
-	c.m.Store(&next)
 }

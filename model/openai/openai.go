@@ -161,7 +161,7 @@ type Model struct {
 	extra     map[string]bool // keys of ExtraBody
 	extraJSON []byte          // ExtraBody encoded as `"k":v,...`
 	extraErr  error
-	schemas   schemaCache
+	schemas   wire.Memo      // tool schemas compacted
 	generate  *wire.Endpoint // requests for Generate
 	streaming *wire.Endpoint // requests for Stream (Accept: text/event-stream)
 }
