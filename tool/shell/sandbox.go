@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/loomkit/loom/internal/sensitive"
 )
 
 // Sandbox confines the commands of the bash tool with the operating system,
@@ -55,22 +57,7 @@ type Sandbox struct {
 // DefaultHidden returns the paths a sandbox hides by default: the
 // credential stores under home (keys, cloud and registry logins, password
 // stores) and the system's password and sudo files.
-func DefaultHidden(home string) []string {
-	var out []string
-	if home != "" && home != "/" {
-		for _, rel := range []string{
-			".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker", ".config/gcloud", ".config/gh",
-			".config/hub", ".password-store", ".local/share/keyrings", ".netrc", ".git-credentials",
-			".pgpass", ".npmrc", ".pypirc", ".my.cnf", ".vault-token", ".cargo/credentials",
-			".cargo/credentials.toml", ".terraform.d/credentials.tfrc.json",
-		} {
-			out = append(out, filepath.Join(home, rel))
-		}
-	}
-	return append(out, "/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-",
-		"/etc/sudoers", "/etc/sudoers.d", "/etc/ssh/ssh_host_rsa_key", "/etc/ssh/ssh_host_ecdsa_key",
-		"/etc/ssh/ssh_host_ed25519_key", "/etc/ssh/ssh_host_dsa_key")
-}
+func DefaultHidden(home string) []string { return sensitive.Credentials(home) }
 
 // DefaultWrite returns the directories a sandbox lets commands change by
 // default, besides the workspace: the temporary directory and the user's
