@@ -149,3 +149,19 @@ func FuzzUnmarshalExact(f *testing.F) {
 		}
 	})
 }
+
+func BenchmarkCheckMembers(b *testing.B) {
+	type rec struct {
+		Seq     int64           `json:"seq"`
+		Kind    string          `json:"kind"`
+		Version int             `json:"version"`
+		Data    json.RawMessage `json:"data,omitempty"`
+	}
+	doc := []byte(`{"seq":2,"kind":"tool_result","version":1,"data":{"turn":3,"result":{"call_id":"call_1","content":"x"}}}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := llm.CheckMembers(doc, &rec{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
