@@ -397,16 +397,24 @@ func (c *checker) key() ([]byte, error) {
 	return nil, errNotJSON
 }
 
-// skipString passes over a string without decoding it.
+// skipString passes over a string without decoding it: to the next
+// quote not escaped by an odd run of backslashes.
 func (c *checker) skipString() error {
-	for j := c.i + 1; j < len(c.data); j++ {
-		switch c.data[j] {
-		case '\\':
-			j++
-		case '"':
-			c.i = j + 1
+	for j := c.i + 1; j < len(c.data); {
+		k := bytes.IndexByte(c.data[j:], '"')
+		if k < 0 {
+			break
+		}
+		q := j + k
+		n := 0
+		for b := q - 1; b > c.i && c.data[b] == '\\'; b-- {
+			n++
+		}
+		if n%2 == 0 {
+			c.i = q + 1
 			return nil
 		}
+		j = q + 1
 	}
 	return errNotJSON
 }
