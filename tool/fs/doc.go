@@ -62,7 +62,9 @@
 // read_file needs approval to read one (by its name, or what a link
 // resolves to), as bash needs it for cat .env, and so does grep when its
 // path is one or its include pattern names them (its last element starts
-// with .env); any other search passes them by and says so.
+// with .env); any other search passes them by and says so. On Linux the
+// file a call names is checked again by its kernel path; the files a walk
+// finds, by their names.
 //
 // # Approval
 //

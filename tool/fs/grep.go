@@ -52,6 +52,7 @@ type grepState struct {
 	skipBin  int
 	searched int
 	envOK    bool // environment files may be searched (the call named them)
+	named    bool // the call names the one file searched
 	skipEnv  int  // environment files passed by
 	hidden   int  // credential stores passed by
 }
@@ -84,6 +85,7 @@ func (ts *Toolset) search(ctx context.Context, in grepArgs) (string, error) {
 	}
 	st := &grepState{ts: ts, ctx: ctx, re: re, pre: newPrefilter(full), envOK: ts.envSearch(in)}
 	if fi.Mode().IsRegular() {
+		st.named = true
 		st.file(rel)
 	} else if !fi.IsDir() {
 		return "", notRegular(rel, fi.Mode())
@@ -187,10 +189,16 @@ func (st *grepState) file(rel string) {
 		st.skipEnv++
 		return
 	}
-	if opened, ok := st.ts.openedRel(f); ok && !st.envOK && isEnvName(path.Base(opened)) {
-		f.Close() // a link changed while it was opened
-		st.skipEnv++
-		return
+	if st.named && !st.envOK {
+		// The file the call named: a link swapped in since the approval
+		// was decided must not lead to an environment file. (Files a walk
+		// finds are checked by name only: the check costs a system call
+		// per file.)
+		if opened, ok := st.ts.openedRel(f); ok && isEnvName(path.Base(opened)) {
+			f.Close()
+			st.skipEnv++
+			return
+		}
 	}
 	if fi.Size() > st.ts.opts.MaxGrepFileSize {
 		f.Close()
