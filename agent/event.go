@@ -46,7 +46,12 @@ type ThinkingDelta struct {
 
 // ToolCall is a complete tool call about to be answered: executed, or
 // answered with its preresolved result (Preresolved: denied, skipped as
-// invalid, malformed arguments) without running anything.
+// invalid, malformed arguments) without running anything. A turn that
+// is answered as a whole because one of its calls names a tool that is
+// not allowed (InvalidToolCall resolved with run.Retry) reports each of
+// its calls, Preresolved, and then each result, after the
+// InvalidToolCall: every call the model made has its ToolCall and its
+// ToolResult, unless the run fails on it.
 type ToolCall struct {
 	Turn        int          `json:"turn"`
 	Call        llm.ToolCall `json:"call"`

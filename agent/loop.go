@@ -299,7 +299,34 @@ func (x *runner) resolve(ctx context.Context, s run.ResolveToolCall) error {
 	if err := x.applyResolution(res); err != nil {
 		return err
 	}
-	return x.j.resolution(ctx, x, s.Turn, s.Call.ID, res)
+	if err := x.j.resolution(ctx, x, s.Turn, s.Call.ID, res); err != nil {
+		return err
+	}
+	if _, ok := res.(run.Retry); ok {
+		x.reportAnswered(s.Turn)
+	}
+	return nil
+}
+
+// reportAnswered reports the calls of a turn the machine answered as a
+// whole without running any (a Retry of an invalid call): each call, then
+// each result as the history holds it, the way callTools reports a turn,
+// so that a consumer sees every call the model made answered.
+func (x *runner) reportAnswered(turn int) {
+	msgs := x.r.Messages()
+	if len(msgs) < 2 {
+		return
+	}
+	calls, results := msgs[len(msgs)-2].ToolCalls(), msgs[len(msgs)-1].ToolResults()
+	if len(calls) != len(results) {
+		return
+	}
+	for _, c := range calls {
+		x.emit(ToolCall{Turn: turn, Call: c, Preresolved: true})
+	}
+	for i, c := range calls {
+		x.emit(ToolResult{Turn: turn, Call: c, Result: results[i]})
+	}
 }
 
 // applyResolution feeds a resolution to the machine and counts retries.

@@ -1,10 +1,8 @@
 package agent
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -239,17 +237,10 @@ func journalMember(err error) error {
 }
 
 // strictDecode decodes the one JSON value in data into v, refusing
-// members v does not have.
+// members v does not have, and members spelt in another case or given
+// twice.
 func strictDecode(data []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if dec.More() {
-		return errors.New("trailing data after the JSON value")
-	}
-	return nil
+	return llm.UnmarshalExact(data, v)
 }
 
 // unknownMember returns the quoted name of the member a strict decoder

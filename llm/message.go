@@ -307,7 +307,9 @@ func (m *Message) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// UnmarshalPart decodes one part encoded by MarshalPart.
+// UnmarshalPart decodes one part encoded by MarshalPart, strictly (see
+// UnmarshalExact): an unknown part type or member, a member spelt in
+// another case or given twice is refused.
 func UnmarshalPart(data []byte) (Part, error) {
 	var tag struct {
 		Type string `json:"type"`
@@ -315,30 +317,47 @@ func UnmarshalPart(data []byte) (Part, error) {
 	if err := json.Unmarshal(data, &tag); err != nil {
 		return nil, err
 	}
-	body, err := withoutType(data)
-	if err != nil {
-		return nil, err
-	}
+	// Each part is decoded with its "type" member beside its own, so
+	// that one strict pass checks them all.
 	switch tag.Type {
 	case "text":
-		var p Text
-		return p, strictUnmarshal(body, &p)
+		var p struct {
+			Type string `json:"type"`
+			Text
+		}
+		return p.Text, strictUnmarshal(data, &p)
 	case "thinking":
-		var p Thinking
-		return p, strictUnmarshal(body, &p)
+		var p struct {
+			Type string `json:"type"`
+			Thinking
+		}
+		return p.Thinking, strictUnmarshal(data, &p)
 	case "tool_call":
-		var p ToolCall
-		return p, strictUnmarshal(body, &p)
+		var p struct {
+			Type string `json:"type"`
+			ToolCall
+		}
+		return p.ToolCall, strictUnmarshal(data, &p)
 	case "tool_result":
-		var p ToolResult
-		return p, strictUnmarshal(body, &p)
+		var p struct {
+			Type string `json:"type"`
+			ToolResult
+		}
+		return p.ToolResult, strictUnmarshal(data, &p)
 	case "image":
-		var p Image
-		return p, strictUnmarshal(body, &p)
+		var p struct {
+			Type string `json:"type"`
+			Image
+		}
+		return p.Image, strictUnmarshal(data, &p)
 	case "":
 		return nil, fmt.Errorf("part has no type")
 	}
 	return nil, fmt.Errorf("unknown part type %q", tag.Type)
+}
+
+func strictUnmarshal(data []byte, v any) error {
+	return UnmarshalExact(data, v)
 }
 
 // withoutType returns the object data without its "type" member, so the
@@ -350,16 +369,4 @@ func withoutType(data []byte) ([]byte, error) {
 	}
 	delete(fields, "type")
 	return json.Marshal(fields)
-}
-
-func strictUnmarshal(data []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if dec.More() {
-		return fmt.Errorf("trailing data after JSON value")
-	}
-	return nil
 }

@@ -20,10 +20,34 @@ import (
 //
 // It never logs message content, tool arguments or credentials: error
 // text passes through Redact first. A nil logger uses slog.Default(). The
-// middleware is safe for concurrent use.
+// middleware is safe for concurrent use. LogWith also scrubs the secrets
+// a program knows (its API keys), which no pattern can recognise.
 func Log(logger *slog.Logger) Middleware {
+	return LogWith(LogOptions{Logger: logger})
+}
+
+// LogOptions configures LogWith. The zero value is Log(nil).
+type LogOptions struct {
+	// Logger receives the records; nil means slog.Default().
+	Logger *slog.Logger
+	// Scrub, when set, is applied to error text after Redact: a function
+	// that removes the secrets in use (the API keys a program was given,
+	// which an error body may echo), whatever they look like. It must be
+	// safe for concurrent use.
+	Scrub func(string) string
+}
+
+// LogWith is Log with options.
+func LogWith(o LogOptions) Middleware {
+	scrub := func(s string) string {
+		s = Redact(s)
+		if o.Scrub != nil {
+			s = o.Scrub(s)
+		}
+		return s
+	}
 	return func(next Model) Model {
-		l := logger
+		l := o.Logger
 		if l == nil {
 			l = slog.Default()
 		}
@@ -31,7 +55,7 @@ func Log(logger *slog.Logger) Middleware {
 			GenerateFunc: func(ctx context.Context, req llm.Request) (llm.Response, error) {
 				start := time.Now()
 				resp, err := next.Generate(ctx, req)
-				logCall(ctx, l, "generate", req, start, resp, err)
+				logCall(ctx, l, scrub, "generate", req, start, resp, err)
 				return resp, err
 			},
 			StreamFunc: func(ctx context.Context, req llm.Request) iter.Seq2[llm.Event, error] {
@@ -56,7 +80,7 @@ func Log(logger *slog.Logger) Middleware {
 							append(requestAttrs(req), slog.Duration("duration", time.Since(start)))...)
 						return
 					}
-					logCall(ctx, l, "stream", req, start, acc.Response(), failure)
+					logCall(ctx, l, scrub, "stream", req, start, acc.Response(), failure)
 				}
 			},
 		}
@@ -71,7 +95,7 @@ func requestAttrs(req llm.Request) []slog.Attr {
 	}
 }
 
-func logCall(ctx context.Context, l *slog.Logger, how string, req llm.Request, start time.Time, resp llm.Response, err error) {
+func logCall(ctx context.Context, l *slog.Logger, scrub func(string) string, how string, req llm.Request, start time.Time, resp llm.Response, err error) {
 	attrs := append(requestAttrs(req), slog.String("call", how), slog.Duration("duration", time.Since(start)))
 	if err != nil {
 		attrs = append(attrs, slog.String("kind", string(KindOf(err))))
@@ -83,7 +107,7 @@ func logCall(ctx context.Context, l *slog.Logger, how string, req llm.Request, s
 				attrs = append(attrs, slog.String("request_id", e.RequestID))
 			}
 		}
-		attrs = append(attrs, slog.String("error", Redact(err.Error())))
+		attrs = append(attrs, slog.String("error", scrub(err.Error())))
 		l.LogAttrs(ctx, slog.LevelWarn, "model: call failed", attrs...)
 		return
 	}
@@ -117,24 +141,100 @@ func asError(err error) *Error {
 }
 
 // secretPatterns match credentials as they may appear in text: API keys by
-// their vendor prefixes, bearer tokens, and key=value or "key": "value"
-// pairs whose name says key, token, secret or password.
+// their vendor prefixes, bearer tokens, key=value or "key": "value" pairs
+// whose name says key, token, secret or password, and the userinfo of
+// URLs (scheme://user:password@host).
 var secretPatterns = []*regexp.Regexp{
 	regexp.MustCompile(`\b(sk|rk|pk)-[A-Za-z0-9_\-]{6,}`),
 	regexp.MustCompile(`(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=\-]{6,}`),
 	regexp.MustCompile(`(?i)((?:api[_-]?key|x-api-key|access[_-]?token|token|secret|password|authorization)["']?\s*[:=]\s*["']?)[^\s"',;&]{4,}`),
+	regexp.MustCompile(`(?i)\b([a-z][a-z0-9+.\-]*://)[^/?#\s@"'<>\\]+@`),
 }
 
 // Redact returns s with anything that looks like a credential replaced by
 // "[redacted]": OpenAI- and Anthropic-style keys (sk-..., sk-ant-...),
-// bearer tokens, and values of key, token, secret, password and
-// authorization fields. It is for log and error text; it is a safety net,
-// not a guarantee that arbitrary secrets are found.
+// bearer tokens, values of key, token, secret, password and
+// authorization fields, and the userinfo of URLs. It is for log and error
+// text; it is a safety net, not a guarantee that arbitrary secrets are
+// found: scrub the secrets a program knows by value (LogOptions.Scrub,
+// ScrubErrors).
 func Redact(s string) string {
 	s = secretPatterns[0].ReplaceAllString(s, "[redacted]")
 	s = secretPatterns[1].ReplaceAllString(s, "$1 [redacted]")
 	s = secretPatterns[2].ReplaceAllString(s, "${1}[redacted]")
+	s = secretPatterns[3].ReplaceAllString(s, "${1}[redacted]@")
 	return s
+}
+
+// ScrubErrors returns middleware that passes the text of every error next
+// returns, blocking or streamed, through scrub before it leaves: the
+// errors a program prints, logs, records in a journal or sends to a
+// workflow service then hold no secret scrub knows, such as an API key a
+// provider's error body echoes. A *Error is copied with its Message, Type
+// and Raw scrubbed and its cause's text too; Kind, Status and the other
+// facts are kept, and errors.Is and errors.As still reach the original
+// causes. Events pass unchanged. scrub must be safe for concurrent use.
+func ScrubErrors(scrub func(string) string) Middleware {
+	return func(next Model) Model {
+		return Funcs{
+			GenerateFunc: func(ctx context.Context, req llm.Request) (llm.Response, error) {
+				resp, err := next.Generate(ctx, req)
+				return resp, scrubError(err, scrub)
+			},
+			StreamFunc: func(ctx context.Context, req llm.Request) iter.Seq2[llm.Event, error] {
+				return func(yield func(llm.Event, error) bool) {
+					for ev, err := range next.Stream(ctx, req) {
+						if !yield(ev, scrubError(err, scrub)) {
+							return
+						}
+					}
+				}
+			},
+		}
+	}
+}
+
+// scrubbedError is an error whose text was scrubbed; it unwraps to the
+// original, after the scrubbed copy of the *Error in it when there is
+// one, so that errors.As finds the copy and errors.Is every cause.
+type scrubbedError struct {
+	msg  string
+	copy *Error
+	err  error
+}
+
+func (e *scrubbedError) Error() string { return e.msg }
+func (e *scrubbedError) Unwrap() []error {
+	if e.copy != nil {
+		return []error{e.copy, e.err}
+	}
+	return []error{e.err}
+}
+
+func scrubError(err error, scrub func(string) string) error {
+	if err == nil {
+		return nil
+	}
+	var me *Error
+	if !errors.As(err, &me) {
+		if msg := scrub(err.Error()); msg != err.Error() {
+			return &scrubbedError{msg: msg, err: err}
+		}
+		return err
+	}
+	c := *me
+	c.Message, c.Type = scrub(me.Message), scrub(me.Type)
+	if len(me.Raw) > 0 {
+		c.Raw = []byte(scrub(string(me.Raw)))
+	}
+	if me.Err != nil {
+		c.Err = &scrubbedError{msg: scrub(me.Err.Error()), err: me.Err}
+	}
+	if err == error(me) {
+		return &c
+	}
+	// me is wrapped: keep the wrapper's words, scrubbed, around the copy.
+	return &scrubbedError{msg: scrub(err.Error()), copy: &c, err: err}
 }
 
 // RedactHeader returns a copy of h fit for logging: the values of

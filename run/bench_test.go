@@ -1,6 +1,7 @@
 package run_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"testing"
 
@@ -119,5 +120,60 @@ func BenchmarkNext(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkUnmarshalSnapshot restores a run snapshot after a tool loop of
+// 10 and 100 turns (each a call with arguments, and its result): the cost
+// of reading a snapshot strictly, which grows with the history.
+func BenchmarkUnmarshalSnapshot(b *testing.B) {
+	for _, turns := range []int{10, 100} {
+		b.Run(fmt.Sprintf("turns=%d", turns), func(b *testing.B) {
+			doc := loopSnapshot(b, turns)
+			b.SetBytes(int64(len(doc)))
+			b.ReportAllocs()
+			for b.Loop() {
+				var r run.Run
+				if err := json.Unmarshal(doc, &r); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// loopSnapshot returns the snapshot of a run that made turns-1 tool calls
+// and waits for its last answer.
+func loopSnapshot(b *testing.B, turns int) []byte {
+	b.Helper()
+	r := run.New(run.Config{Model: "m", System: "You are terse.", Prompt: llm.UserText("go"), Tools: []llm.ToolSpec{add}, MaxTurns: run.Turns(turns)})
+	for {
+		step, err := r.Next()
+		if err != nil {
+			b.Fatal(err)
+		}
+		switch s := step.(type) {
+		case run.CallModel:
+			if s.Turn == turns {
+				doc, err := json.Marshal(r)
+				if err != nil {
+					b.Fatal(err)
+				}
+				return doc
+			}
+			resp := llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Parts: []llm.Part{
+				llm.Text{Text: "Adding the numbers."},
+				llm.ToolCall{Name: "add", Arguments: `{"a":1,"b":2}`},
+			}}, FinishReason: llm.FinishToolCalls, Usage: llm.Usage{InputTokens: 100, OutputTokens: 10}}
+			if err := r.ModelResponse(resp); err != nil {
+				b.Fatal(err)
+			}
+		case run.CallTools:
+			if err := r.ToolResults([]llm.ToolResult{{CallID: s.Calls[0].Call.ID, Name: "add", Content: "3"}}); err != nil {
+				b.Fatal(err)
+			}
+		default:
+			b.Fatalf("unexpected step %T", step)
+		}
 	}
 }

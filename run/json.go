@@ -152,8 +152,13 @@ func (r *Run) UnmarshalJSON(data []byte) error {
 	if err := dec.Decode(&s); err != nil {
 		return &SnapshotError{Format: Format, Reason: fmt.Sprintf("%v (a field this version does not know means a newer format wrote it)", err)}
 	}
-	if dec.More() {
+	if len(bytes.TrimLeft(data[dec.InputOffset():], " \t\r\n")) > 0 {
 		return &SnapshotError{Format: Format, Reason: "trailing data after the snapshot"}
+	}
+	// encoding/json folds case and keeps the last of a member given
+	// twice; this format's member names are exact and appear once.
+	if err := llm.CheckMembers(data, &s); err != nil {
+		return &SnapshotError{Format: Format, Reason: err.Error()}
 	}
 	nr, err := restore(&s)
 	if err != nil {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+
+	"github.com/loomkit/loom/llm"
 )
 
 // Resolution is the driver's decision about an invalid tool call, given to
@@ -147,13 +149,5 @@ type Decision struct {
 }
 
 func strictDecode(data []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if dec.More() {
-		return fmt.Errorf("trailing data after the JSON value")
-	}
-	return nil
+	return llm.UnmarshalExact(data, v)
 }

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/loomkit/loom/llm"
 )
 
 // WriteJournal writes recs to w as JSON Lines, one record per line, in the
@@ -48,8 +50,11 @@ func ReadJournal(r io.Reader) ([]Record, error) {
 		if err := dec.Decode(&rec); err != nil {
 			return nil, decodeError(line, b, err)
 		}
-		if dec.More() {
+		if len(bytes.TrimLeft(b[dec.InputOffset():], " \t\r\n")) > 0 {
 			return nil, fmt.Errorf("%w: journal line %d: more than one JSON value", ErrInvalid, line)
+		}
+		if err := llm.CheckMembers(b, &rec); err != nil {
+			return nil, fmt.Errorf("%w: journal line %d: %v", ErrInvalid, line, err)
 		}
 		if err := CheckStored("", rec); err != nil {
 			return nil, fmt.Errorf("journal line %d: %w", line, err)

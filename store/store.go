@@ -140,6 +140,9 @@ func (info *RunInfo) Apply(runID string, rec Record) error {
 			if err := json.Unmarshal(rec.Data, &h); err != nil {
 				return invalidf("run %q: run_created data must be a JSON object whose model, prompt and conversation_id members, if present, are strings: %v", runID, err)
 			}
+			if err := llm.CheckMembers(rec.Data, &h); err != nil {
+				return invalidf("run %q: run_created data: %v", runID, err)
+			}
 		}
 		if len(h.Meta) > MaxMeta {
 			return invalidf("run %q: run_created meta holds %d bytes, more than the limit of %d", runID, len(h.Meta), MaxMeta)
@@ -170,6 +173,9 @@ func (info *RunInfo) Apply(runID string, rec Record) error {
 		if len(rec.Data) > 0 && rec.Data[0] == '{' {
 			if err := json.Unmarshal(rec.Data, &e); err != nil {
 				return invalidf("run %q: run_failed data member \"error\" must be a string: %v", runID, err)
+			}
+			if err := llm.CheckMembers(rec.Data, &e); err != nil {
+				return invalidf("run %q: run_failed data: %v", runID, err)
 			}
 		}
 		info.Status = StatusFailed

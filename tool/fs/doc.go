@@ -44,9 +44,32 @@
 // a symbolic link os.Root refused. The file tools are a guard against a
 // model's mistakes and against hostile repositories, not an OS sandbox.
 //
+// # Credentials
+//
+// The credential stores the shell sandbox hides from commands (~/.ssh,
+// ~/.aws, ~/.netrc, /etc/shadow, ...: [Options].Hidden) are refused to
+// every tool when they lie inside the workspace (a workspace at the home
+// directory), however a call names them: directly, by an absolute path,
+// through symbolic links. list_dir of their parent shows their names; glob
+// and grep pass them by and say so. On Linux each file and directory
+// opened is checked again by the path the kernel gives it
+// (/proc/self/fd), so a link swapped in during a call reaches nothing;
+// elsewhere the path is checked with its links resolved just before it
+// is opened. A hard link made beforehand is another name for the same
+// file, and is not recognised.
+//
+// Environment files (.env, .env.local, .envrc, ...) hold secrets too:
+// read_file needs approval to read one (by its name, or what a link
+// resolves to), as bash needs it for cat .env, and so does grep when its
+// path is one or its include pattern names them (its last element starts
+// with .env); any other search passes them by and says so. On Linux the
+// file a call names is checked again by its kernel path; the files a walk
+// finds, by their names.
+//
 // # Approval
 //
-// write_file and edit_file implement [tool.Approvable]: a write needs
+// read_file and grep implement [tool.Approvable] for environment files
+// (see above). write_file and edit_file implement it too: a write needs
 // approval when the path, or what its symbolic links resolve to, is
 // protected: .git and anything in it, .env files, and the files that
 // instruct or configure an agent (AGENTS.md, LOOM.md, .loom/, .mcp.json);

@@ -45,6 +45,9 @@ func (ts *Toolset) edit(ctx context.Context, in editArgs) (string, error) {
 	if in.OldString == in.NewString {
 		return "", errors.New("old_string and new_string are the same; there is nothing to change")
 	}
+	if err := ts.refuseHidden(in.Path, rel); err != nil {
+		return "", err
+	}
 	target, err := ts.resolve(rel)
 	if err != nil {
 		return "", err

@@ -49,6 +49,13 @@ type Options struct {
 	// WritesNeedApproval makes every write_file and edit_file call need
 	// approval, protected or not.
 	WritesNeedApproval bool
+	// Hidden lists the absolute paths of the files and directories the
+	// tools never read, list, search or change, as the shell sandbox
+	// hides them from commands: nil means the credential stores of the
+	// user's home and of the system ([sensitive.Credentials]); an empty,
+	// non-nil slice hides nothing. A path counts with its links resolved,
+	// and matters only when it is inside the workspace (or holds it).
+	Hidden []string
 }
 
 // DefaultProtected are the paths whose writes need approval by default: git's
@@ -85,6 +92,9 @@ func (o Options) withDefaults() Options {
 	if o.Protected == nil {
 		o.Protected = DefaultProtected
 	}
+	if o.Hidden == nil {
+		o.Hidden = defaultHidden()
+	}
 	return o
 }
 
@@ -96,6 +106,8 @@ type Toolset struct {
 	opts           Options
 	protectedGlobs []*globPattern
 	tools          []tool.Tool
+	hidden         []string // Hidden paths inside the root: lower-case slash paths
+	allHidden      bool     // the root is itself inside a Hidden path
 
 	onRun func() // test hook: called when a tool's function starts
 }
@@ -141,6 +153,7 @@ func New(dir string, opts *Options) (*Toolset, error) {
 		return nil, err
 	}
 	ts := &Toolset{root: root, dir: abs, opts: o, protectedGlobs: protected}
+	ts.hidden, ts.allHidden = hiddenPaths(abs, o.Hidden)
 	ts.tools = []tool.Tool{ts.readFile(), ts.writeFile(), ts.editFile(), ts.listDir(), ts.glob(), ts.grep()}
 	return ts, nil
 }

@@ -67,6 +67,9 @@ func (ts *Toolset) globFiles(ctx context.Context, in globArgs) (string, error) {
 			return nil
 		},
 	}
+	if err := ts.refuseHidden(in.Pattern, start); err != nil {
+		return "", err
+	}
 	if start != "." {
 		fi, err := ts.root.Stat(start)
 		if err != nil {
@@ -85,10 +88,17 @@ func (ts *Toolset) globFiles(ctx context.Context, in globArgs) (string, error) {
 		}
 		return "", pathErr(start, err)
 	}
+	hiddenNote := ""
+	if w.hidden > 0 {
+		hiddenNote = fmt.Sprintf("[%d credential stores not searched: the file tools do not look inside them]", w.hidden)
+	}
 	if total == 0 {
 		msg := fmt.Sprintf("No path matches %q.", in.Pattern)
 		if w.limitHit {
 			msg += fmt.Sprintf(" The search stopped after visiting %d entries; narrow the pattern.", ts.opts.MaxVisit)
+		}
+		if hiddenNote != "" {
+			msg += " " + hiddenNote
 		}
 		return msg, nil
 	}
@@ -98,6 +108,9 @@ func (ts *Toolset) globFiles(ctx context.Context, in globArgs) (string, error) {
 	}
 	if w.limitHit {
 		out += fmt.Sprintf("\n[the search stopped after visiting %d entries; there may be more matches; narrow the pattern]", ts.opts.MaxVisit)
+	}
+	if hiddenNote != "" {
+		out += "\n" + hiddenNote
 	}
 	return out, nil
 }

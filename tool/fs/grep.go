@@ -28,7 +28,11 @@ func (ts *Toolset) grep() tool.Tool {
 		func(ctx context.Context, in grepArgs) (string, error) {
 			ts.started()
 			return ts.search(ctx, in)
-		}, &tool.FuncOptions[grepArgs]{Effect: llm.EffectReadOnly, MaxResult: ts.opts.MaxResult})
+		}, &tool.FuncOptions[grepArgs]{
+			Effect:      llm.EffectReadOnly,
+			MaxResult:   ts.opts.MaxResult,
+			ApprovalFor: ts.envSearch,
+		})
 }
 
 // grepMaxLine is how much of a matching line grep shows.
@@ -47,6 +51,10 @@ type grepState struct {
 	skipBig  int
 	skipBin  int
 	searched int
+	envOK    bool // environment files may be searched (the call named them)
+	named    bool // the call names the one file searched
+	skipEnv  int  // environment files passed by
+	hidden   int  // credential stores passed by
 }
 
 func (ts *Toolset) search(ctx context.Context, in grepArgs) (string, error) {
@@ -68,12 +76,16 @@ func (ts *Toolset) search(ctx context.Context, in grepArgs) (string, error) {
 			return "", fmt.Errorf("include: %v", err)
 		}
 	}
+	if err := ts.refuseHidden(in.Path, rel); err != nil {
+		return "", err
+	}
 	fi, err := ts.root.Stat(rel)
 	if err != nil {
 		return "", pathErr(rel, err)
 	}
-	st := &grepState{ts: ts, ctx: ctx, re: re, pre: newPrefilter(full)}
+	st := &grepState{ts: ts, ctx: ctx, re: re, pre: newPrefilter(full), envOK: ts.envSearch(in)}
 	if fi.Mode().IsRegular() {
+		st.named = true
 		st.file(rel)
 	} else if !fi.IsDir() {
 		return "", notRegular(rel, fi.Mode())
@@ -81,6 +93,10 @@ func (ts *Toolset) search(ctx context.Context, in grepArgs) (string, error) {
 		nameOnly := include != nil && !strings.Contains(strings.Trim(in.Include, "/"), "/")
 		w := &walker{ts: ts, ctx: ctx, visit: func(p string, d os.DirEntry) error {
 			if !d.Type().IsRegular() {
+				return nil
+			}
+			if !st.envOK && isEnvName(d.Name()) {
+				st.skipEnv++
 				return nil
 			}
 			if include != nil {
@@ -107,6 +123,7 @@ func (ts *Toolset) search(ctx context.Context, in grepArgs) (string, error) {
 		if w.limitHit {
 			st.out = fmt.Appendf(st.out, "[the search stopped after visiting %d entries; narrow path or include]\n", ts.opts.MaxVisit)
 		}
+		st.hidden += w.hidden
 	}
 	if ctx.Err() != nil {
 		return "", fmt.Errorf("grep stopped: %w", context.Cause(ctx))
@@ -124,6 +141,12 @@ func (st *grepState) summary(pattern string) string {
 	}
 	if st.skipBin > 0 {
 		notes = append(notes, fmt.Sprintf("%d binary files skipped", st.skipBin))
+	}
+	if st.skipEnv > 0 {
+		notes = append(notes, fmt.Sprintf("%d environment files (.env*) skipped: they hold secrets; name them with path or include to search them, which needs approval", st.skipEnv))
+	}
+	if st.hidden > 0 {
+		notes = append(notes, fmt.Sprintf("%d credential stores skipped: the file tools do not search them", st.hidden))
 	}
 	note := ""
 	if len(notes) > 0 {
@@ -155,6 +178,27 @@ func (st *grepState) file(rel string) {
 	if err != nil || !fi.Mode().IsRegular() {
 		f.Close()
 		return
+	}
+	if st.ts.openedHidden(f) {
+		f.Close()
+		st.hidden++
+		return
+	}
+	if !st.envOK && isEnvName(path.Base(rel)) {
+		f.Close()
+		st.skipEnv++
+		return
+	}
+	if st.named && !st.envOK {
+		// The file the call named: a link swapped in since the approval
+		// was decided must not lead to an environment file. (Files a walk
+		// finds are checked by name only: the check costs a system call
+		// per file.)
+		if opened, ok := st.ts.openedRel(f); ok && isEnvName(path.Base(opened)) {
+			f.Close()
+			st.skipEnv++
+			return
+		}
 	}
 	if fi.Size() > st.ts.opts.MaxGrepFileSize {
 		f.Close()

@@ -29,6 +29,9 @@ func (ts *Toolset) list(ctx context.Context, in listArgs) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if err := ts.refuseHidden(in.Path, rel); err != nil {
+		return "", err
+	}
 	fi, err := ts.root.Stat(rel)
 	if err != nil {
 		return "", pathErr(rel, err)

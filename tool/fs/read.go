@@ -9,6 +9,7 @@ import (
 	"io"
 	iofs "io/fs"
 	"os"
+	"path"
 	"strconv"
 	"unicode/utf8"
 
@@ -75,6 +76,9 @@ func (ts *Toolset) openRegular(rel string) (*os.File, iofs.FileInfo, error) {
 	if err == nil {
 		err = notRegular(rel, fi.Mode())
 	}
+	if err == nil && ts.openedHidden(f) {
+		err = errHiddenOpened
+	}
 	if err != nil {
 		f.Close()
 		return nil, nil, err
@@ -122,7 +126,12 @@ func (ts *Toolset) readFile() tool.Tool {
 		func(ctx context.Context, in readArgs) (string, error) {
 			ts.started()
 			return ts.read(ctx, in)
-		}, &tool.FuncOptions[readArgs]{Effect: llm.EffectReadOnly, MaxResult: ts.opts.MaxResult, Schema: schema})
+		}, &tool.FuncOptions[readArgs]{
+			Effect:      llm.EffectReadOnly,
+			MaxResult:   ts.opts.MaxResult,
+			Schema:      schema,
+			ApprovalFor: func(in readArgs) bool { return ts.envRead(in.Path) },
+		})
 }
 
 func (ts *Toolset) read(ctx context.Context, in readArgs) (string, error) {
@@ -140,11 +149,18 @@ func (ts *Toolset) read(ctx context.Context, in readArgs) (string, error) {
 	if limit == 0 {
 		limit = ts.opts.MaxLines
 	}
+	if err := ts.refuseHidden(in.Path, rel); err != nil {
+		return "", err
+	}
 	f, fi, err := ts.openRegular(rel)
 	if err != nil {
 		return "", err
 	}
 	defer f.Close()
+	if opened, ok := ts.openedRel(f); ok && isEnvName(path.Base(opened)) && !ts.envRead(in.Path) {
+		// Approval was not asked for this file: a link changed meanwhile.
+		return "", fmt.Errorf("%q changed while it was opened and is now the environment file %s, whose reading needs approval; nothing was read", rel, opened)
+	}
 	capped := io.LimitReader(f, ts.opts.MaxFileSize)
 	br := bufio.NewReaderSize(capped, int(min(max(fi.Size()+1, sniffLen+192), 64<<10)))
 	head, _ := br.Peek(sniffLen)

@@ -20,6 +20,9 @@ func (ts *Toolset) readDir(rel string) ([]os.DirEntry, error) {
 		return nil, err
 	}
 	defer f.Close()
+	if ts.openedHidden(f) {
+		return nil, errHiddenOpened
+	}
 	entries, err := f.ReadDir(-1)
 	if err != nil {
 		return nil, err
@@ -39,6 +42,7 @@ type walker struct {
 	keepGit  bool
 	visited  int
 	limitHit bool
+	hidden   int // entries passed by as hidden (credential stores)
 	// descend, when set, says whether to enter a directory.
 	descend func(rel string) bool
 	// visit is called for every entry but the start; rel is the entry's
@@ -82,6 +86,10 @@ func (w *walker) dir(rel string) error {
 			child = rel + "/" + name
 		}
 		if d.IsDir() && name == ".git" && !w.keepGit {
+			continue
+		}
+		if w.ts.isHidden(child) {
+			w.hidden++
 			continue
 		}
 		if err := w.visit(child, d); err != nil {

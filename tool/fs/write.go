@@ -43,6 +43,9 @@ func (ts *Toolset) write(ctx context.Context, in writeArgs) (string, error) {
 	if rel == "." {
 		return "", errors.New("path names the workspace root; give the path of a file")
 	}
+	if err := ts.refuseHidden(in.Path, rel); err != nil {
+		return "", err
+	}
 	target, err := ts.resolve(rel)
 	if err != nil {
 		return "", err
@@ -111,6 +114,10 @@ func (ts *Toolset) writeAtomic(ctx context.Context, rel, target string, data []b
 			ts.root.Remove(tmp)
 		}
 	}()
+	if ts.openedHidden(f) {
+		f.Close()
+		return false, errHiddenOpened
+	}
 	_, err = f.Write(data)
 	if err == nil {
 		err = f.Chmod(perm) // the umask may have narrowed it

@@ -19,6 +19,9 @@ import (
 // approval prompt). C is closed at end of input.
 type lineReader struct {
 	C <-chan string
+	// before, when set, is called before waiting: it writes out what the
+	// scrubbing writers hold back, so that a question is seen whole.
+	before func()
 }
 
 func newLineReader(r io.Reader) *lineReader {
@@ -41,6 +44,9 @@ func newLineReader(r io.Reader) *lineReader {
 
 // read waits for a line; ok is false at end of input.
 func (l *lineReader) read(ctx context.Context) (line string, ok bool, err error) {
+	if l.before != nil {
+		l.before()
+	}
 	select {
 	case line, ok = <-l.C:
 		return line, ok, nil

@@ -17,6 +17,8 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"github.com/loomkit/loom/internal/redact"
 )
 
 // Exit statuses.
@@ -66,7 +68,12 @@ func Main(env Env) (code int) {
 	if env.Stdin == nil {
 		env.Stdin = strings.NewReader("")
 	}
-	app := &app{env: env}
+	// Everything loom prints goes through writers that scrub its secrets.
+	red := newRedactor(env.Getenv)
+	out, errw := red.Writer(env.Stdout), red.Writer(env.Stderr)
+	env.Stdout, env.Stderr = out, errw
+	app := &app{env: env, red: red, flush: func() { out.Flush(); errw.Flush() }}
+	defer app.flush()
 	defer func() {
 		// A bug must not leave a half-written terminal or a bare stack
 		// trace for a configuration mistake; say what happened instead.
@@ -80,7 +87,9 @@ func Main(env Env) (code int) {
 }
 
 type app struct {
-	env Env
+	env   Env
+	red   *redact.Redactor // scrubs the credentials loom was given from what leaves it
+	flush func()           // writes what the scrubbing writers hold back
 }
 
 func (a *app) exit(err error) int {
@@ -162,6 +171,7 @@ func (a *app) signals(parent context.Context, onFirst func()) (context.Context, 
 					continue
 				}
 				fmt.Fprintln(a.env.Stderr, "\nloom: interrupted twice; exiting now")
+				a.flush()
 				os.Exit(ExitInterrupted)
 			}
 		}

@@ -96,6 +96,11 @@ func (a *app) resumeCmd(args []string) error {
 	st.Close()
 	if ok {
 		saved.apply(o)
+		if saved.BaseURLAuth && !o.set["base-url"] {
+			if err := a.credentialsAgain(o, info.ID); err != nil {
+				return err
+			}
+		}
 	}
 	sc := sessionConfig{}
 	if ok {
@@ -175,6 +180,26 @@ func (st settings) apply(o *options) {
 		o.writable = st.Writable
 	}
 	o.graceful = st.Graceful
+}
+
+// credentialsAgain gives o, resuming a run started with credentials in
+// its base URL (which loom does not keep), the base URL with them: from
+// the provider's base URL variable when it names the same URL with
+// credentials, else nowhere: the user must give --base-url again.
+func (a *app) credentialsAgain(o *options, runID string) error {
+	spec := o.model
+	if spec == "" {
+		spec = a.env.Getenv("LOOM_MODEL")
+	}
+	if ms, err := parseModel(spec); err == nil && ms.p.baseURLVar != "" {
+		env := a.env.Getenv(ms.p.baseURLVar)
+		if bare, had := withoutUserinfo(env); had && strings.TrimRight(bare, "/") == strings.TrimRight(o.baseURL, "/") {
+			o.baseURL = env
+			return nil
+		}
+	}
+	return usagef(fmt.Sprintf("Give it again: loom resume --base-url 'https://USER:PASSWORD@%s' %s", strings.TrimPrefix(strings.TrimPrefix(o.baseURL, "https://"), "http://"), runID),
+		"run %s was started with credentials in its base URL, which loom does not keep", runID)
 }
 
 // findRun returns the run whose id is id, or the only one whose id starts

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"os"
 
 	"github.com/loomkit/loom/cmd/loom/internal/demo"
 	"github.com/loomkit/loom/cmd/loom/internal/ui"
@@ -17,7 +16,7 @@ func (a *app) demoCmd(args []string) error {
 		return usagef("Run 'loom help demo'.", "loom demo takes no arguments (got %q)", args[0])
 	}
 	term := false
-	if f, ok := a.env.Stdout.(*os.File); ok {
+	if f, ok := fileOf(a.env.Stdout); ok {
 		term = ui.IsTerminal(f)
 	}
 	ctx, stop := a.signals(context.Background(), nil)

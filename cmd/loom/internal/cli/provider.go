@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/loomkit/loom/internal/redact"
 	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/model/anthropic"
 	"github.com/loomkit/loom/model/openai"
@@ -98,10 +99,14 @@ func sameAPI(a, b string) bool {
 	return strings.TrimRight(a, "/") == strings.TrimRight(b, "/")
 }
 
-// newModel returns the adapter for ms.
-func newModel(ms modelSpec, base, key string) model.Model {
+// newModel returns the adapter for ms, whose errors red scrubs before
+// they go anywhere (an error body may echo the key).
+func newModel(ms modelSpec, base, key string, red *redact.Redactor) model.Model {
+	var m model.Model
 	if ms.p.format == "anthropic" {
-		return anthropic.New(anthropic.Config{APIKey: key, BaseURL: base, Model: ms.name})
+		m = anthropic.New(anthropic.Config{APIKey: key, BaseURL: base, Model: ms.name})
+	} else {
+		m = openai.New(openai.Config{APIKey: key, BaseURL: base, Model: ms.name})
 	}
-	return openai.New(openai.Config{APIKey: key, BaseURL: base, Model: ms.name})
+	return model.ScrubErrors(red.String)(m)
 }

@@ -47,6 +47,7 @@ func (a *app) interactiveCmd(args []string) error {
 	}
 	o.graceful = true // a session goes on after a turn budget is spent
 	lines := newLineReader(a.env.Stdin)
+	lines.before = a.flush
 	var approver *promptApprover
 	sc := sessionConfig{
 		trustProject: func(servers []mcp.ServerConfig) bool { return a.askTrust(lines, servers) },

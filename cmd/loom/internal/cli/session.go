@@ -86,6 +86,7 @@ func (a *app) newSession(ctx context.Context, o *options, sc sessionConfig) (_ *
 	if err != nil {
 		return nil, err
 	}
+	a.addEndpoint(base, key)
 	ws, err := workspaceDir(o.workspace)
 	if err != nil {
 		return nil, err
@@ -103,7 +104,7 @@ func (a *app) newSession(ctx context.Context, o *options, sc sessionConfig) (_ *
 	if s.tb, err = openToolbox(ws, o.shellSandbox()); err != nil {
 		return nil, err
 	}
-	if s.trace, err = startTracing(ctx, getenv, ms.provider); err != nil {
+	if s.trace, err = startTracing(ctx, getenv, ms.provider, a.red); err != nil {
 		return nil, err
 	}
 	s.ws = s.tb.files.Dir()
@@ -193,18 +194,24 @@ func openStore(path string) (*sqlite.Store, error) {
 
 func (s *session) setSink() {
 	if s.o.output == "jsonl" {
-		s.sink = &ui.JSONL{W: s.a.env.Stdout}
+		s.sink = &ui.JSONL{W: s.a.env.Stdout, Redact: s.a.red}
 		return
 	}
-	errTerm := false
-	if f, ok := s.a.env.Stderr.(*os.File); ok {
+	errTerm, outTerm := false, false
+	if f, ok := fileOf(s.a.env.Stderr); ok {
 		errTerm = ui.IsTerminal(f)
 	}
+	if f, ok := fileOf(s.a.env.Stdout); ok {
+		outTerm = ui.IsTerminal(f)
+	}
+	// A pipe or a file gets the final answer alone; a terminal watches
+	// the text arrive.
 	s.text = &ui.Text{
 		Out:     s.a.env.Stdout,
 		Err:     s.a.env.Stderr,
 		Color:   errTerm && ui.ColorAllowed(s.a.env.Getenv),
 		Spinner: errTerm,
+		Stream:  outTerm,
 	}
 	s.text.Hint = s.hint
 	s.sink = s.text
@@ -218,11 +225,18 @@ func (s *session) hint(err error) string {
 	case "auth", "permission":
 		return fmt.Sprintf("check the key in %s", s.ms.p.keyVar)
 	case "not_found":
-		return fmt.Sprintf("check the model name (%s) and the base URL (%s)", s.ms.name, s.base)
+		return fmt.Sprintf("check the model name (%s) and the base URL (%s)", s.ms.name, s.shownBase())
 	case "network", "timeout":
-		return fmt.Sprintf("check that %s is reachable", s.base)
+		return fmt.Sprintf("check that %s is reachable", s.shownBase())
 	}
 	return ""
+}
+
+// shownBase is the base URL as loom shows and keeps it: without the
+// credentials of its userinfo.
+func (s *session) shownBase() string {
+	b, _ := withoutUserinfo(s.base)
+	return b
 }
 
 // warn says something about the configuration on stderr.
@@ -254,7 +268,7 @@ func (s *session) newAgent(system string) (*agent.Agent, error) {
 		return nil, usagef("Rename the MCP server whose tool clashes with another tool.", "the tools cannot be offered: %v", err)
 	}
 	cfg := agent.Config{
-		Model:     newModel(s.ms, s.base, s.key),
+		Model:     newModel(s.ms, s.base, s.key, s.a.red),
 		ModelName: s.ms.name,
 		System:    system,
 		Tools:     set,
@@ -263,7 +277,7 @@ func (s *session) newAgent(system string) (*agent.Agent, error) {
 		GracefulLastTurn: s.o.graceful,
 		Approver:         s.approver,
 		Retry:            s.retry,
-		Store:            s.st,
+		Store:            scrubStore{Store: s.st, red: s.a.red},
 		Owner:            s.owner,
 		// A claim must outlast the longest step (a 10-minute command or
 		// model call) between renewals; a loom that was killed is noticed
@@ -278,19 +292,21 @@ func (s *session) newAgent(system string) (*agent.Agent, error) {
 
 // settingsFor returns the settings to save with a run started with system.
 func (s *session) settingsFor(system string) settings {
+	base, creds := withoutUserinfo(s.base)
 	return settings{
-		Model:      s.ms.spec,
-		BaseURL:    s.base,
-		Workspace:  s.ws,
-		System:     system,
-		SystemFlag: s.o.system,
-		MaxTurns:   s.o.maxTurns,
-		MCP:        s.o.mcp,
-		ProjectMCP: s.projectMCP,
-		Graceful:   s.o.graceful,
-		Sandbox:    s.o.sandbox,
-		Network:    s.o.network,
-		Writable:   s.o.writable,
+		Model:       s.ms.spec,
+		BaseURL:     base,
+		BaseURLAuth: creds,
+		Workspace:   s.ws,
+		System:      system,
+		SystemFlag:  s.o.system,
+		MaxTurns:    s.o.maxTurns,
+		MCP:         s.o.mcp,
+		ProjectMCP:  s.projectMCP,
+		Graceful:    s.o.graceful,
+		Sandbox:     s.o.sandbox,
+		Network:     s.o.network,
+		Writable:    s.o.writable,
 	}
 }
 

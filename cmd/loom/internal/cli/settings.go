@@ -22,16 +22,19 @@ const settingsFormat = 2
 // The system prompt is read back from the run's journal
 // (agent.StartConfig) rather than kept twice.
 type settings struct {
-	Format     int      `json:"format"`
-	Model      string   `json:"model"`                 // as given: "openai:gpt-4o"
-	BaseURL    string   `json:"base_url,omitempty"`    // as resolved
-	Workspace  string   `json:"workspace"`             // absolute
-	System     string   `json:"system,omitempty"`      // format 1 only: the whole system prompt sent
-	SystemFlag string   `json:"system_flag,omitempty"` // --system as given
-	MaxTurns   int      `json:"max_turns"`
-	MCP        []string `json:"mcp,omitempty"`         // --mcp values
-	ProjectMCP bool     `json:"project_mcp,omitempty"` // the .mcp.json servers were started
-	Graceful   bool     `json:"graceful,omitempty"`    // the last allowed turn is tool-free
+	Format  int    `json:"format"`
+	Model   string `json:"model"`              // as given: "openai:gpt-4o"
+	BaseURL string `json:"base_url,omitempty"` // as resolved, without userinfo
+	// BaseURLAuth says the base URL had credentials (userinfo), which
+	// are not kept: resuming the run needs them again.
+	BaseURLAuth bool     `json:"base_url_auth,omitempty"`
+	Workspace   string   `json:"workspace"`             // absolute
+	System      string   `json:"system,omitempty"`      // format 1 only: the whole system prompt sent
+	SystemFlag  string   `json:"system_flag,omitempty"` // --system as given
+	MaxTurns    int      `json:"max_turns"`
+	MCP         []string `json:"mcp,omitempty"`         // --mcp values
+	ProjectMCP  bool     `json:"project_mcp,omitempty"` // the .mcp.json servers were started
+	Graceful    bool     `json:"graceful,omitempty"`    // the last allowed turn is tool-free
 	// Sandbox is --sandbox; "" (settings saved before loom had one) is
 	// off, the way those runs started.
 	Sandbox  string   `json:"sandbox,omitempty"`

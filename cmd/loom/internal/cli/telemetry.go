@@ -12,6 +12,7 @@ import (
 	temporalotel "go.temporal.io/sdk/contrib/opentelemetry"
 	"go.temporal.io/sdk/interceptor"
 
+	"github.com/loomkit/loom/internal/redact"
 	"github.com/loomkit/loom/loomotel"
 )
 
@@ -30,7 +31,7 @@ type tracing struct {
 
 // startTracing returns loom's tracing, or nil when the environment asks
 // for none.
-func startTracing(ctx context.Context, getenv func(string) string, provider string) (*tracing, error) {
+func startTracing(ctx context.Context, getenv func(string) string, provider string, red *redact.Redactor) (*tracing, error) {
 	if getenv("OTEL_SDK_DISABLED") == "true" ||
 		(getenv("OTEL_EXPORTER_OTLP_ENDPOINT") == "" && getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") == "") {
 		return nil, nil
@@ -55,7 +56,9 @@ func startTracing(ctx context.Context, getenv func(string) string, provider stri
 			res = merged
 		}
 	}
-	t := &tracing{tp: sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))}
+	// Spans are scrubbed as they leave: an exception message may quote a
+	// provider's error body, which may echo the key.
+	t := &tracing{tp: sdktrace.NewTracerProvider(sdktrace.WithBatcher(scrubExporter{SpanExporter: exp, red: red}), sdktrace.WithResource(res))}
 	t.opts = []loomotel.Option{
 		loomotel.WithTracerProvider(t.tp),
 		loomotel.WithProvider(provider),

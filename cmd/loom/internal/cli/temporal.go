@@ -41,7 +41,7 @@ import (
 func (a *app) dialTemporal(ctx context.Context, addr string, tr *tracing) (client.Client, error) {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	logger := slog.New(slog.NewTextHandler(a.env.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	logger := slog.New(a.red.Handler(slog.NewTextHandler(a.env.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	opts := client.Options{HostPort: addr, Logger: tlog.NewStructuredLogger(logger)}
 	if tr != nil {
 		ic, err := tr.temporalInterceptor()
@@ -95,6 +95,7 @@ func (a *app) workerCmd(args []string) error {
 	if err != nil {
 		return err
 	}
+	a.addEndpoint(base, key)
 	ws, err := workspaceDir(o.workspace)
 	if err != nil {
 		return err
@@ -106,13 +107,13 @@ func (a *app) workerCmd(args []string) error {
 	defer tb.close()
 	ctx, stop := a.signals(context.Background(), nil)
 	defer stop()
-	tr, err := startTracing(ctx, a.env.Getenv, ms.provider)
+	tr, err := startTracing(ctx, a.env.Getenv, ms.provider, a.red)
 	if err != nil {
 		return err
 	}
 	defer tr.shutdown() // after the worker stopped: its last spans are sent
 	tools := tb.coding()
-	m := newModel(ms, base, key)
+	m := newModel(ms, base, key, a.red)
 	if tr != nil {
 		for i, t := range tools {
 			tools[i] = loomotel.Tool(tr.opts...)(t)
@@ -197,7 +198,7 @@ func (a *app) temporalRun(o *options, prompt string) error {
 	}
 	ctx, stop := a.signals(context.Background(), nil)
 	defer stop()
-	tr, err := startTracing(ctx, a.env.Getenv, ms.provider)
+	tr, err := startTracing(ctx, a.env.Getenv, ms.provider, a.red)
 	if err != nil {
 		return err
 	}

@@ -139,7 +139,7 @@ func (d *demo) check(ok bool, format string, args ...any) {
 
 // text returns a renderer of runs, indented under the scenario.
 func (d *demo) text() *ui.Text {
-	return &ui.Text{Out: d.out, Err: d.out, Color: d.color, Indent: "   "}
+	return &ui.Text{Out: d.out, Err: d.out, Color: d.color, Indent: "   ", Stream: true} // one transcript
 }
 
 // tools returns loom's file tools and bash over the workspace, bash in

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/internal/redact"
 	"github.com/loomkit/loom/llm"
 )
 
@@ -27,8 +28,15 @@ import (
 // provisional; the done line carries the final output).
 type JSONL struct {
 	W io.Writer
+	// Redact, when set, scrubs the text deltas as a stream: a secret the
+	// model's text carries split across deltas (so across lines, which no
+	// writer could join) is scrubbed whole. A delta's end that may be the
+	// start of a secret is held back, and written with the next delta or
+	// before the next other line.
+	Redact *redact.Redactor
 
-	mu sync.Mutex
+	mu     sync.Mutex
+	stream *redact.Stream // the text deltas, with Redact
 }
 
 type (
@@ -87,14 +95,38 @@ type (
 )
 
 func (j *JSONL) write(v any) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.stream != nil {
+		if held := j.stream.Flush(); held != "" {
+			j.writeLine(lineText{Type: "text_delta", Text: held})
+		}
+	}
+	j.writeLine(v)
+}
+
+func (j *JSONL) writeLine(v any) {
 	b, err := json.Marshal(v)
 	if err != nil { // cannot happen with these types; say so rather than drop the line
 		b, _ = json.Marshal(lineError{Type: "error", Kind: "error", Message: "loom: cannot encode an event: " + err.Error()})
 	}
 	b = append(b, '\n')
+	j.W.Write(b)
+}
+
+// text writes a text delta, through the stream of deltas with Redact.
+func (j *JSONL) text(s string) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	j.W.Write(b)
+	if j.Redact != nil {
+		if j.stream == nil {
+			j.stream = j.Redact.Stream()
+		}
+		if s = j.stream.Next(s); s == "" {
+			return
+		}
+	}
+	j.writeLine(lineText{Type: "text_delta", Text: s})
 }
 
 // Start implements Sink.
@@ -106,7 +138,7 @@ func (j *JSONL) Start(runID, model string, _ bool) {
 func (j *JSONL) Event(ev agent.Event) {
 	switch ev := ev.(type) {
 	case agent.TextDelta:
-		j.write(lineText{Type: "text_delta", Text: ev.Text})
+		j.text(ev.Text)
 	case agent.ToolCall:
 		j.write(lineToolCall{Type: "tool_call", ID: ev.Call.ID, Name: ev.Call.Name, Arguments: Arguments(ev.Call)})
 	case agent.ApprovalDecided:

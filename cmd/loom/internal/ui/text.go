@@ -13,13 +13,17 @@ import (
 	"github.com/loomkit/loom/model"
 )
 
-// Text renders a run for people. The answer is streamed to Out as it
-// arrives; everything else goes to Err, one line each: the run's id,
-// a line per tool call ("[bash: go test ./...]") and a short summary of its
-// result, retries and their waits, notes, and at the end the turns, tokens
-// and cost. With Color, lines are coloured; with Spinner, a spinner on Err
-// says what loom is waiting for. Set both only when Err is a terminal
-// (IsTerminal) and, for Color, when ColorAllowed.
+// Text renders a run for people. Out gets the answer: by default each
+// run's final answer alone, written when the run is done, so that a pipe
+// or a file holds what a program reading it expects; with Stream, the
+// model's text as it arrives. Everything else goes to Err, one line each:
+// the run's id, a line per tool call ("[bash: go test ./...]") and a short
+// summary of its result, retries and their waits, notes, and at the end
+// the turns, tokens and cost. With Color, lines are coloured; with
+// Spinner, a spinner on Err says what loom is waiting for, and without
+// Stream the model's text is shown on Err as it arrives. Set Color and
+// Spinner only when Err is a terminal (IsTerminal) and, for Color, when
+// ColorAllowed.
 //
 // Make a Text with its fields set and call Close when done with it (it stops
 // the spinner). A Text may render several runs one after the other.
@@ -27,6 +31,12 @@ type Text struct {
 	Out, Err io.Writer
 	Color    bool
 	Spinner  bool
+	// Stream writes the model's text to Out as it arrives: the text it
+	// writes beside tool calls, and that of an attempt that broke off and
+	// was asked again (TurnRestarted), as well as the final answer. Set it
+	// only when Out is a terminal (or is Err, one transcript): a program
+	// reading a pipe or a file wants the final answer alone.
+	Stream bool
 	// Indent is written before every line (the demo indents).
 	Indent string
 	// Hint, when set, may return a line of advice about a failure (what
@@ -34,7 +44,7 @@ type Text struct {
 	Hint func(err error) string
 
 	mu       sync.Mutex
-	lineOpen bool // Out holds a partial line
+	lineOpen bool // the live writer (see live) holds a partial line
 	spin     *spinner
 	label    string // what the spinner says; "" hides it
 	calls    int    // tool calls of the current batch
@@ -81,12 +91,12 @@ func (t *Text) Event(ev agent.Event) {
 	defer t.mu.Unlock()
 	switch ev := ev.(type) {
 	case agent.TextDelta:
-		if ev.Text == "" {
+		if ev.Text == "" || t.live() == nil {
 			return
 		}
 		t.clearSpinner()
 		t.label = ""
-		t.writeOut(Sanitize(ev.Text))
+		t.writeLive(Sanitize(ev.Text))
 	case agent.ThinkingDelta:
 		t.wait("thinking")
 	case agent.ToolCall:
@@ -144,7 +154,15 @@ func (t *Text) Done(res agent.Result) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.label = ""
+	t.clearSpinner()
 	t.closeLine()
+	if !t.Stream && res.Output != "" {
+		answer := Sanitize(res.Output)
+		if !strings.HasSuffix(answer, "\n") {
+			answer += "\n"
+		}
+		t.write(t.Out, answer)
+	}
 	t.usage, t.cost = res.Usage, res.CostUSD
 	t.errLine(t.style(green, "✓ done") + t.style(dim, " · "+t.footer(len(res.Calls))))
 	t.calls, t.results = 0, false
@@ -229,34 +247,55 @@ func (t *Text) Close() {
 	}
 }
 
-// writeOut writes answer text on Out, each line indented by Indent.
-func (t *Text) writeOut(text string) {
+// live returns where the model's text goes as it arrives: Out with
+// Stream, else Err when it is a terminal (Spinner), else nowhere.
+func (t *Text) live() io.Writer {
+	switch {
+	case t.Stream:
+		return t.Out
+	case t.Spinner:
+		return t.Err
+	}
+	return nil
+}
+
+// writeLive writes text as it arrives on the live writer, each line
+// indented by Indent.
+func (t *Text) writeLive(text string) {
+	t.lineOpen = t.write(t.live(), text)
+}
+
+// write writes text on w, each line indented by Indent, continuing the
+// line the live writer holds open when w is it, and reports whether it
+// leaves a partial line.
+func (t *Text) write(w io.Writer, text string) bool {
+	open := t.lineOpen && w == t.live()
 	if t.Indent == "" {
-		io.WriteString(t.Out, text)
-		t.lineOpen = !strings.HasSuffix(text, "\n")
-		return
+		io.WriteString(w, text)
+		return open && text == "" || text != "" && !strings.HasSuffix(text, "\n")
 	}
 	for text != "" {
 		line, rest, nl := strings.Cut(text, "\n")
-		if !t.lineOpen && line != "" {
-			io.WriteString(t.Out, t.Indent)
+		if !open && line != "" {
+			io.WriteString(w, t.Indent)
 		}
-		io.WriteString(t.Out, line)
+		io.WriteString(w, line)
 		if line != "" {
-			t.lineOpen = true
+			open = true
 		}
 		if nl {
-			io.WriteString(t.Out, "\n")
-			t.lineOpen = false
+			io.WriteString(w, "\n")
+			open = false
 		}
 		text = rest
 	}
+	return open
 }
 
-// closeLine ends a partial answer line on Out.
+// closeLine ends a partial line of text on the live writer.
 func (t *Text) closeLine() {
 	if t.lineOpen {
-		io.WriteString(t.Out, "\n")
+		io.WriteString(t.live(), "\n")
 		t.lineOpen = false
 	}
 }

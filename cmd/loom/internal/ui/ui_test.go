@@ -161,7 +161,7 @@ func TestCountAndDuration(t *testing.T) {
 
 func TestTextRendersARun(t *testing.T) {
 	var out, errb bytes.Buffer
-	tx := &Text{Out: &out, Err: &errb}
+	tx := &Text{Out: &out, Err: &errb, Stream: true}
 	defer tx.Close()
 	c1 := llm.ToolCall{ID: "1", Name: "read_file", Arguments: `{"path":"a.go"}`}
 	c2 := llm.ToolCall{ID: "2", Name: "grep", Arguments: `{"pattern":"x"}`}
@@ -206,7 +206,7 @@ func TestTextRendersARun(t *testing.T) {
 
 func TestTextColourAndIndent(t *testing.T) {
 	var out bytes.Buffer
-	tx := &Text{Out: &out, Err: &out, Color: true, Indent: "   "}
+	tx := &Text{Out: &out, Err: &out, Color: true, Indent: "   ", Stream: true}
 	tx.Start("run_1", "m", false)
 	tx.Event(agent.TextDelta{Text: "one\ntwo"})
 	tx.Fail("run_1", &agent.RunError{RunID: "run_1", Err: context.Canceled, Snapshot: json.RawMessage(`{}`)}, true)
@@ -230,5 +230,82 @@ func TestJSONLFail(t *testing.T) {
 	}
 	if l["type"] != "error" || l["kind"] != "quota_exhausted" || l["run_id"] != "run_1" || !strings.Contains(fmt.Sprint(l["message"]), "no credit") {
 		t.Errorf("error line = %v", l)
+	}
+}
+
+// Without Stream (Out is a pipe or a file), Out gets each run's final
+// answer and nothing else: not the text of an attempt that broke off and
+// was asked again, not text the model wrote beside its tool calls, not an
+// answer the output schema sent back, not the partial answer of a run
+// that failed. With Spinner (Err is a terminal) the text shows there as it
+// arrives.
+func TestTextOutHoldsTheFinalAnswerOnly(t *testing.T) {
+	broke := &model.Error{Kind: model.KindTruncatedStream, Message: "cut"}
+	for _, c := range []struct {
+		name   string
+		events []agent.Event
+		res    *agent.Result // nil: the run fails
+		want   string
+	}{
+		{"restarted", []agent.Event{
+			agent.TextDelta{Turn: 1, Text: "The answer is "},
+			agent.TurnRestarted{Turn: 1, Attempt: 1, Wait: time.Second, Err: broke},
+			agent.TextDelta{Turn: 1, Text: "The answer is "}, agent.TextDelta{Turn: 1, Text: "forty-two."},
+		}, &agent.Result{Output: "The answer is forty-two."}, "The answer is forty-two.\n"},
+		{"beside tool calls", []agent.Event{
+			agent.TextDelta{Turn: 1, Text: "Let me look."},
+			agent.ToolCall{Turn: 1, Call: llm.ToolCall{ID: "1", Name: "read_file", Arguments: `{"path":"a"}`}},
+			agent.ToolResult{Turn: 1, Call: llm.ToolCall{ID: "1", Name: "read_file"}, Result: llm.ToolResult{Content: "x"}},
+			agent.TextDelta{Turn: 2, Text: "Done.\n"},
+		}, &agent.Result{Output: "Done.\n"}, "Done.\n"},
+		{"output schema", []agent.Event{
+			agent.TextDelta{Turn: 1, Text: "not json"},
+			agent.Note{Turn: 1, Reason: "output", Text: "Your answer does not match the required output schema"},
+			agent.TextDelta{Turn: 2, Text: `{"a":1}`},
+		}, &agent.Result{Output: `{"a":1}`}, `{"a":1}` + "\n"},
+		{"control characters", nil, &agent.Result{Output: "\x1b[2Jgone"}, "?[2Jgone\n"},
+		{"empty answer", []agent.Event{agent.TextDelta{Turn: 1, Text: "thinking aloud"}}, &agent.Result{}, ""},
+		{"failed", []agent.Event{agent.TextDelta{Turn: 1, Text: "The answer is "}}, nil, ""},
+	} {
+		for _, spinner := range []bool{false, true} {
+			var out, errb bytes.Buffer
+			tx := &Text{Out: &out, Err: &errb, Spinner: spinner}
+			tx.Start("run_1", "m", false)
+			for _, ev := range c.events {
+				tx.Event(ev)
+			}
+			if c.res != nil {
+				tx.Done(*c.res)
+			} else {
+				tx.Fail("run_1", errors.New("boom"), false)
+			}
+			tx.Close()
+			if got := out.String(); got != c.want {
+				t.Errorf("%s (spinner %v): Out = %q, want %q", c.name, spinner, got, c.want)
+			}
+			shown := strings.Contains(errb.String(), "The answer is") || strings.Contains(errb.String(), "Let me look.") || strings.Contains(errb.String(), "not json") || strings.Contains(errb.String(), "thinking aloud")
+			if len(c.events) > 0 && shown != spinner {
+				t.Errorf("%s (spinner %v): provisional text on Err: %v\n%q", c.name, spinner, shown, errb.String())
+			}
+		}
+	}
+}
+
+// With Stream, the answer reaches Out as it arrives, and is not written
+// again at the end; a run already done, whose answer is given as one
+// delta, shows it once.
+func TestTextStream(t *testing.T) {
+	var out, errb bytes.Buffer
+	tx := &Text{Out: &out, Err: &errb, Stream: true}
+	tx.Start("run_1", "m", false)
+	tx.Event(agent.TextDelta{Text: "The answer "})
+	if out.String() != "The answer " {
+		t.Fatalf("Out = %q before the end", out.String())
+	}
+	tx.Event(agent.TextDelta{Text: "is 42."})
+	tx.Done(agent.Result{Output: "The answer is 42."})
+	tx.Close()
+	if got := out.String(); got != "The answer is 42.\n" {
+		t.Errorf("Out = %q", got)
 	}
 }
