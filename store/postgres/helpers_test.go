@@ -93,8 +93,8 @@ func admin(t testing.TB) *pgx.Conn {
 	return c
 }
 
-// exec runs sql on c in schema, failing t on error.
-func exec(t testing.TB, c *pgx.Conn, schema, sql string, args ...any) {
+// run runs sql on c in schema, failing t on error.
+func run(t testing.TB, c *pgx.Conn, schema, sql string, args ...any) {
 	t.Helper()
 	if _, err := c.Exec(ctx, strings.ReplaceAll(sql, "{s}", pgx.Identifier{schema}.Sanitize()), args...); err != nil {
 		t.Fatalf("%s: %v", sql, err)
