@@ -22,8 +22,8 @@ import (
 	"github.com/loomkit/loom/temporal"
 	"github.com/loomkit/loom/tool"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/worker"
 	tlog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
 )
 
 // The Temporal commands are thin wrappers over package temporal:
