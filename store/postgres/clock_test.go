@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"errors"
+	"math"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -85,5 +86,22 @@ func TestClaimLapsesOnTheServerClock(t *testing.T) {
 	}
 	if err := s.Release(ctx, "r", "alpha"); !errors.Is(err, store.ErrClaimed) {
 		t.Fatalf("the lapsed holder releasing the new claim: %v, want ErrClaimed", err)
+	}
+}
+
+// A claim of the longest ttl there is holds, and ends in the far future,
+// not in an overflow.
+func TestLongestClaim(t *testing.T) {
+	s := openTest(t, nil)
+	if err := s.Claim(ctx, "r", "alpha", time.Duration(math.MaxInt64)); err != nil {
+		t.Fatalf("a claim of %v: %v", time.Duration(math.MaxInt64), err)
+	}
+	err := s.Claim(ctx, "r", "beta", time.Minute)
+	var ce *store.ClaimedError
+	if !errors.As(err, &ce) || ce.Expires.Before(time.Now().AddDate(200, 0, 0)) {
+		t.Fatalf("claiming over the longest claim: %v, want a *ClaimedError expiring centuries from now", err)
+	}
+	if err := s.Claim(ctx, "tiny", "alpha", time.Nanosecond); err != nil {
+		t.Fatalf("a claim of 1ns: %v", err)
 	}
 }

@@ -351,7 +351,10 @@ func (s *Store) Claim(ctx context.Context, runID, owner string, ttl time.Duratio
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	us := (ttl + time.Microsecond - 1) / time.Microsecond // the server's clock counts microseconds
+	us := ttl / time.Microsecond // the server's clock counts microseconds: round up
+	if ttl%time.Microsecond != 0 {
+		us++
+	}
 	err := s.changeClaim(ctx, runID, owner, false, func(now any) (bool, error) {
 		var expires time.Time
 		err := s.pool.QueryRow(ctx, s.q.claim, []byte(runID), []byte(owner), int64(us), now).Scan(&expires)
