@@ -33,8 +33,9 @@ import (
 // them; and the images of tool results (see ImageRefPrefix), whose bytes
 // the tool activity keeps only in the store, until the run's last model
 // call (and until whoever reads the result has resolved them). Use a
-// durable store shared by every worker (DirBlobs on one machine, or your
-// own over a shared database or object store) when tools return images
+// durable store shared by every worker (DirBlobs on one machine or a
+// shared file system; store/postgres's Blobs through SharedBlobs on a
+// shared database; or your own) when tools return images
 // or runs grow long: a model call that misses an image fails the run with
 // a *StoreError.
 type Blobs interface {

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -266,7 +267,7 @@ func (s *Store) Claim(ctx context.Context, runID, owner string, ttl time.Duratio
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO claims (run_id, owner, expires) VALUES (?, ?, ?)
 			ON CONFLICT (run_id) DO UPDATE SET owner = excluded.owner, expires = excluded.expires`,
-			runID, owner, now.Add(ttl).UnixNano())
+			runID, owner, expiry(now, ttl))
 		return err
 	})
 	if err != nil {
@@ -294,6 +295,15 @@ func (s *Store) Release(ctx context.Context, runID, owner string) error {
 		return s.fail(fmt.Sprintf("release run %q", runID), err)
 	}
 	return nil
+}
+
+// expiry is now plus ttl in Unix nanoseconds, which end in 2262: a longer
+// claim ends there.
+func expiry(now time.Time, ttl time.Duration) int64 {
+	if end := time.Unix(0, math.MaxInt64); now.Add(ttl).After(end) {
+		return math.MaxInt64
+	}
+	return now.Add(ttl).UnixNano()
 }
 
 // checkHolder fails with a *store.ClaimedError if someone other than owner

@@ -30,6 +30,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -60,6 +61,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Claims", testClaims},
 		{"ClaimExpiry", testClaimExpiry},
 		{"ConcurrentClaims", testConcurrentClaims},
+		{"LongestClaim", testLongestClaim},
 		{"RunInfo", testRunInfo},
 		{"Meta", testMeta},
 		{"Statuses", testStatuses},
@@ -647,6 +649,21 @@ func testConcurrentClaims(t *testing.T, newStore func(t *testing.T) store.Store)
 		if err := s.Release(ctx, "r", winner); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// testLongestClaim: a claim of the longest ttl a time.Duration holds (292
+// years) is held, not lapsed by an overflow of the store's clock arithmetic.
+func testLongestClaim(t *testing.T, newStore func(t *testing.T) store.Store) {
+	s := newStore(t)
+	if err := s.Claim(ctx, "r", "alpha", time.Duration(math.MaxInt64)); err != nil {
+		t.Fatalf("a claim of %v: %v", time.Duration(math.MaxInt64), err)
+	}
+	err := s.Claim(ctx, "r", "beta", time.Minute)
+	wantError(t, "claiming over the longest claim", err, store.ErrClaimed)
+	var ce *store.ClaimedError
+	if !errors.As(err, &ce) || ce.Expires.Before(time.Now().AddDate(200, 0, 0)) {
+		t.Fatalf("claim error %v, want one expiring centuries from now", err)
 	}
 }
 

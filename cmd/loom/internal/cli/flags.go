@@ -22,6 +22,7 @@ type options struct {
 	output      string
 	noStream    bool
 	storePath   string
+	blobs       string // loom worker --blobs
 	system      string
 	mcp         []string
 	interactive bool
@@ -119,7 +120,7 @@ func agentFlags(name string, o *options, withTemporal bool) *flag.FlagSet {
 	fs.BoolVar(&o.yes, "yes", false, "approve every call the policies allow to be approved (never what they always refuse), and start the workspace's .mcp.json servers")
 	fs.Var((*outputFlag)(&o.output), "output", "text, or jsonl: one JSON object per line on stdout")
 	fs.BoolVar(&o.noStream, "no-stream", false, "ask for whole answers instead of streaming them")
-	fs.StringVar(&o.storePath, "store", "", "the SQLite file runs are checkpointed to (default: $XDG_STATE_HOME/loom/loom.db)")
+	fs.StringVar(&o.storePath, "store", "", storeUsage)
 	fs.StringVar(&o.system, "system", "", "the system prompt, instead of loom's own (AGENTS.md and LOOM.md are still added)")
 	fs.Var((*multiFlag)(&o.mcp), "mcp", "an MCP server, as NAME=COMMAND ARGS... or NAME=URL (repeatable)")
 	sandboxFlags(fs, o)
@@ -176,6 +177,7 @@ func workerFlags(o *options) *flag.FlagSet {
 	fs.StringVar(&o.model, "model", "", "the model runs may use, as PROVIDER:MODEL; default $LOOM_MODEL")
 	fs.StringVar(&o.baseURL, "base-url", "", "the API's base URL (default $OPENAI_BASE_URL or $ANTHROPIC_BASE_URL)")
 	fs.StringVar(&o.workspace, "workspace", "", "the directory the tools work in (default: the current directory)")
+	fs.StringVar(&o.blobs, "blobs", "", blobsUsage)
 	sandboxFlags(fs, o)
 	return fs
 }

@@ -60,7 +60,7 @@ func (a *app) helpCmd(args []string) error {
 		}[args[0]]
 		fmt.Fprintf(out, "Usage: %s\n\n%s", usage, flagHelp(agentFlags(args[0], &options{}, args[0] == "run")))
 	case "runs":
-		fmt.Fprint(out, "Usage: loom runs [--store PATH] [--limit N] [--output text|jsonl]\n\nLists stored runs, newest first: id, status, when it started, model turns, model and the first line of the prompt.\n")
+		fmt.Fprint(out, "Usage: loom runs [--store PATH|URL] [--limit N] [--output text|jsonl]\n\nLists stored runs, newest first: id, status, when it started, model turns, model and the first line of the prompt.\n")
 	case "demo":
 		fmt.Fprint(out, "Usage: loom demo\n\nStarts a fake model server on loopback and runs scenarios through the real adapters and tools in a temporary workspace. Needs no network and no key. Exit status 0 when every scenario behaved.\n")
 	case "mcp":
@@ -80,7 +80,7 @@ func (a *app) helpCmd(args []string) error {
 // flagArgs name the argument of each flag that takes one, in help.
 var flagArgs = map[string]string{
 	"model": "PROVIDER:MODEL", "base-url": "URL", "workspace": "DIR", "max-turns": "N",
-	"output": "text|jsonl", "store": "PATH", "system": "TEXT", "mcp": "NAME=COMMAND",
+	"output": "text|jsonl", "store": "PATH|URL", "blobs": "URL|DIR", "system": "TEXT", "mcp": "NAME=COMMAND",
 	"temporal": "HOST:PORT", "queue": "NAME", "http": "ADDR", "limit": "N", "reason": "TEXT",
 }
 

@@ -20,7 +20,7 @@ import (
 func (a *app) runsCmd(args []string) error {
 	fs := flag.NewFlagSet("runs", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	storePath := fs.String("store", "", "the SQLite file runs are checkpointed to (default: $XDG_STATE_HOME/loom/loom.db)")
+	storePath := fs.String("store", "", storeUsage)
 	temporalAddr := fs.String("temporal", "", "list the runs on the Temporal server at HOST:PORT instead (started with loom run --temporal)")
 	limit := fs.Int("limit", 20, "show at most this many runs (0: all)")
 	var output outputFlag = "text"
@@ -55,7 +55,7 @@ func (a *app) runsCmd(args []string) error {
 			return err
 		}
 		defer st.Close()
-		where = "in " + st.Path()
+		where = "in " + st.where
 		if rows, err = storedRuns(ctx, st, *limit); err != nil {
 			return err
 		}

@@ -21,7 +21,7 @@ import (
 	"github.com/loomkit/loom/loomotel"
 	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/run"
-	"github.com/loomkit/loom/store/sqlite"
+	"github.com/loomkit/loom/store"
 	"github.com/loomkit/loom/tool/mcp"
 )
 
@@ -43,7 +43,7 @@ type session struct {
 	base string
 	key  string
 	ws   string // absolute, symbolic links resolved
-	st   *sqlite.Store
+	st   store.Store
 	tb   *toolbox
 
 	instructions string
@@ -174,22 +174,6 @@ func workspaceDir(dir string) (string, error) {
 		return "", usagef("Give --workspace a directory.", "the workspace %s is not a directory", abs)
 	}
 	return abs, nil
-}
-
-// openStore opens the run store at path, or at the default place.
-func openStore(path string) (*sqlite.Store, error) {
-	if path == "" {
-		p, err := sqlite.DefaultPath()
-		if err != nil {
-			return nil, usagef("Give --store PATH.", "cannot find where to keep runs: %v", err)
-		}
-		path = p
-	}
-	st, err := sqlite.Open(path, nil)
-	if err != nil {
-		return nil, usagef("Give --store a file in a directory you can write.", "cannot open the run store %s: %v", path, err)
-	}
-	return st, nil
 }
 
 func (s *session) setSink() {

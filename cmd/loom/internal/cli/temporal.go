@@ -23,6 +23,7 @@ import (
 	"github.com/loomkit/loom/tool"
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
 )
 
 // The Temporal commands are thin wrappers over package temporal:
@@ -124,32 +125,32 @@ func (a *app) workerCmd(args []string) error {
 	if err != nil {
 		return err
 	}
-	dir, err := blobsDir()
+	blobs, err := openBlobs(o.blobs)
 	if err != nil {
-		return usagef("", "cannot find where to keep transcripts: %v", err)
+		return err
 	}
-	blobs, err := temporal.NewDirBlobs(dir)
-	if err != nil {
-		return usagef("", "cannot use %s for transcripts: %v", dir, err)
-	}
+	defer blobs.close()
 	c, err := a.dialTemporal(ctx, o.temporal, tr)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 	queue := queueOf(o)
+	if err := a.checkBlobsShared(ctx, c, queue, blobs); err != nil {
+		return err
+	}
 	w, err := temporal.NewWorker(c, temporal.Registry{
 		Models: map[string]model.Model{ms.spec: m},
 		Tools:  set,
-		Blobs:  blobs,
-	}, &temporal.WorkerOptions{TaskQueue: queue})
+		Blobs:  blobs.Blobs,
+	}, &temporal.WorkerOptions{TaskQueue: queue, Worker: worker.Options{Identity: workerIdentity(queue, blobs.kind)}})
 	if err != nil {
 		return fmt.Errorf("cannot make the worker: %w", err)
 	}
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("the worker did not start: %w", err)
 	}
-	fmt.Fprintf(a.env.Stderr, "loom worker: task queue %q on %s · model %s · %d tools in %s\n", queue, o.temporal, ms.spec, set.Len(), tb.files.Dir())
+	fmt.Fprintf(a.env.Stderr, "loom worker: task queue %q on %s · model %s · %d tools in %s · blobs in %s\n", queue, o.temporal, ms.spec, set.Len(), tb.files.Dir(), blobs.where)
 	<-ctx.Done()
 	w.Stop()
 	return &exitError{code: ExitInterrupted}
