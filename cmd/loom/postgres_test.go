@@ -169,7 +169,7 @@ func TestPostgresStore(t *testing.T) {
 }
 
 // A database that cannot be reached is a usage error that names it with
-// its password masked, promptly and without a stack trace.
+// its credentials masked, promptly and without a stack trace.
 func TestPostgresStoreUnreachable(t *testing.T) {
 	h := newHarness(t, loomtest.Config{})
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -185,7 +185,7 @@ func TestPostgresStoreUnreachable(t *testing.T) {
 		{"resume", "--store", bad, "run_x"},
 	} {
 		r := h.run(args...).want(t, 2).noStackTrace(t)
-		if !strings.Contains(r.stderr, "cannot open the run store postgres://loom:xxxxx@"+addr) || strings.Contains(r.stderr, "s3cret") {
+		if !strings.Contains(r.stderr, "cannot open the run store postgres://[redacted]@"+addr) || strings.Contains(r.stderr, "s3cret") {
 			t.Errorf("loom %s: stderr %q, want the URL with its password masked", args[0], r.stderr)
 		}
 	}
