@@ -51,11 +51,20 @@
 // (OpenRouter, Ollama) becomes thinking, a refusal becomes text, and
 // tool_calls become tool calls whose arguments are kept as sent: when they
 // are not one JSON object (after llm.NormalizeArguments) the call is
-// Malformed, never guessed at. Usage maps prompt_tokens (which includes
-// cached input), completion_tokens, prompt_tokens_details.cached_tokens and
-// completion_tokens_details.reasoning_tokens. finish_reason maps to stop,
-// length, tool_calls (also function_call), content_filter, or other. Only
-// the choice with index 0 is read.
+// Malformed, never guessed at. content may also be an array of chunks
+// (Mistral's reasoning models): its text chunks are text, its thinking
+// chunks thinking, and chunks of other types (references, images) are
+// skipped. A legacy function_call is a tool call whose id is "call_"
+// followed by the response's id. Usage follows llm.Usage's convention:
+// prompt_tokens (which includes cached input), completion_tokens,
+// prompt_tokens_details.cached_tokens (or DeepSeek's
+// prompt_cache_hit_tokens) and completion_tokens_details.reasoning_tokens;
+// where the reasoning is counted outside completion_tokens (xAI, Gemini's
+// OpenAI endpoint: total_tokens is prompt, completion and reasoning added
+// up, or the reasoning exceeds the completion) it is added to
+// OutputTokens. finish_reason maps to stop, length, tool_calls (also
+// function_call), content_filter, or other. Only the choice with index 0
+// is read; a body without one is an invalid response.
 //
 // A stream yields ResponseStart (id, model, x-request-id), text and
 // thinking deltas, ToolCallStart for the first fragment of a call slot (or
@@ -67,9 +76,14 @@
 // A stream that ends without [DONE] but after a finish_reason is accepted
 // as complete (only a trailing usage report can be missing); one that ends
 // without either fails with KindTruncatedStream, and so does one whose
-// connection breaks. A chunk with a top-level "error" member (or an
-// "event: error") fails the stream with a *model.Error classified by the
-// error's type and code, not by the HTTP 200. Unknown event types are
+// connection breaks. One that reaches [DONE] without ever carrying choice
+// 0 holds no answer and fails with KindInvalidResponse, as the blocking
+// body would. A usage report carries prompt and completion tokens, and the
+// cache and reasoning counts whose details it has (llm.UsageReport); one
+// of only zeros is not passed on. A chunk with a top-level "error" member
+// (or an "event: error") fails the stream with a *model.Error classified
+// by the error's type and code (a numeric code, as OpenRouter sends, by
+// the HTTP status it names), not by the HTTP 200. Unknown event types are
 // ignored. A stream that sends no bytes for Config.IdleTimeout fails with
 // KindTimeout; a single SSE line over 32 MiB fails with
 // KindInvalidResponse, reading at most that much.
