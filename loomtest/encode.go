@@ -178,9 +178,12 @@ func toolInput(args string) json.RawMessage {
 	return mustJSON(args)
 }
 
+// usageOf writes u, which counts cached input in InputTokens as llm.Usage
+// does, the way Anthropic reports it: input_tokens without the cache
+// reads and writes.
 func usageOf(u llm.Usage) antUsage {
 	return antUsage{
-		InputTokens:              u.InputTokens,
+		InputTokens:              max(u.InputTokens-u.CacheReadTokens-u.CacheWriteTokens, 0),
 		CacheCreationInputTokens: u.CacheWriteTokens,
 		CacheReadInputTokens:     u.CacheReadTokens,
 		OutputTokens:             u.OutputTokens,

@@ -19,7 +19,9 @@ type Turn struct {
 	// empty ToolCall.ID is replaced by a generated one.
 	Parts []llm.Part
 	// Usage is reported with the answer (in the final chunk, or the
-	// message_start and message_delta events).
+	// message_start and message_delta events). It counts as llm.Usage
+	// does: InputTokens includes the cached input, which the Anthropic
+	// encoding leaves out of input_tokens, as the API does.
 	Usage llm.Usage
 	// Finish is the finish reason; empty means tool_calls when Parts hold a
 	// tool call, else stop.

@@ -67,10 +67,15 @@
 // stop_reason maps to finish reasons: end_turn and stop_sequence to stop,
 // max_tokens and model_context_window_exceeded to length (a tool call cut
 // off by it is marked Incomplete and never runs), tool_use to tool_calls,
-// refusal to content_filter, pause_turn to pause. Usage keeps Anthropic's
-// counts as they are: InputTokens is input_tokens (which excludes cached
-// input), CacheReadTokens and CacheWriteTokens are
-// cache_read_input_tokens and cache_creation_input_tokens.
+// refusal to content_filter, pause_turn to pause. Usage follows
+// llm.Usage's convention: InputTokens is input_tokens plus
+// cache_read_input_tokens and cache_creation_input_tokens (Anthropic's
+// input_tokens leaves cached input out), CacheReadTokens and
+// CacheWriteTokens are those two. Usage reports are cumulative: each count
+// a report carries replaces the one before, zero included (a final
+// message_delta that reports no cache reads replaces the cache reads of
+// message_start, as the blocking body says), and a count a report leaves
+// out stays.
 //
 // A Model is safe for concurrent use.
 package anthropic

@@ -43,24 +43,49 @@ type wireUsage struct {
 	CacheReadInputTokens     *int64 `json:"cache_read_input_tokens"`
 }
 
-func (u *wireUsage) usage() llm.Usage {
-	var out llm.Usage
+// usageState holds the last value of each count a message's usage reports
+// have carried (they are cumulative; later ones replace earlier ones), so
+// that llm.Usage.InputTokens, which Anthropic splits in three, is always
+// their sum.
+type usageState struct {
+	input, output, cacheWrite, cacheRead int64
+	has                                  llm.UsageFields // of UsageInput (input_tokens), UsageOutput, UsageCacheWrite, UsageCacheRead
+}
+
+// add takes the counts u carries and reports whether it carried any.
+func (s *usageState) add(u *wireUsage) bool {
 	if u == nil {
-		return out
+		return false
 	}
-	if u.InputTokens != nil {
-		out.InputTokens = *u.InputTokens
+	any := false
+	take := func(dst *int64, src *int64, f llm.UsageFields) {
+		if src != nil {
+			*dst = *src
+			s.has |= f
+			any = true
+		}
 	}
-	if u.OutputTokens != nil {
-		out.OutputTokens = *u.OutputTokens
+	take(&s.input, u.InputTokens, llm.UsageInput)
+	take(&s.output, u.OutputTokens, llm.UsageOutput)
+	take(&s.cacheWrite, u.CacheCreationInputTokens, llm.UsageCacheWrite)
+	take(&s.cacheRead, u.CacheReadInputTokens, llm.UsageCacheRead)
+	return any
+}
+
+// report is the usage so far in llm.Usage's convention: InputTokens counts
+// the cached input too, which Anthropic's input_tokens leaves out. Every
+// count known so far is reported, zeros included.
+func (s *usageState) report() llm.UsageReport {
+	r := llm.UsageReport{Usage: llm.Usage{
+		InputTokens:      s.input + s.cacheRead + s.cacheWrite,
+		OutputTokens:     s.output,
+		CacheReadTokens:  s.cacheRead,
+		CacheWriteTokens: s.cacheWrite,
+	}, Reported: s.has}
+	if s.has&(llm.UsageCacheRead|llm.UsageCacheWrite) != 0 {
+		r.Reported |= llm.UsageInput
 	}
-	if u.CacheCreationInputTokens != nil {
-		out.CacheWriteTokens = *u.CacheCreationInputTokens
-	}
-	if u.CacheReadInputTokens != nil {
-		out.CacheReadTokens = *u.CacheReadInputTokens
-	}
-	return out
+	return r
 }
 
 type wireBlock struct {
@@ -113,8 +138,9 @@ func decodeMessage(op string, resp *http.Response, body []byte) (llm.Response, e
 			}
 		}
 	}
-	if u := msg.Usage.usage(); !u.IsZero() {
-		acc.Add(llm.UsageReport{Usage: u})
+	var us usageState
+	if us.add(msg.Usage) {
+		acc.Add(us.report())
 	}
 	acc.Add(llm.Finish{Reason: finishReason(stop)})
 	out := acc.Response()
@@ -192,6 +218,7 @@ type parser struct {
 	sawReason bool
 	ev        streamEvent
 	events    int
+	usage     usageState
 }
 
 func newParser(op string, h http.Header) *parser {
@@ -259,8 +286,8 @@ func (p *parser) add(typ string, data []byte, out []llm.Event) ([]llm.Event, err
 			return out, p.protocolError("message_start without a message")
 		}
 		out = append(out, llm.ResponseStart{ID: ev.Message.ID, Model: ev.Message.Model, RequestID: wire.RequestID(p.header)})
-		if u := ev.Message.Usage.usage(); !u.IsZero() {
-			out = append(out, llm.UsageReport{Usage: u})
+		if p.usage.add(ev.Message.Usage) {
+			out = append(out, p.usage.report())
 		}
 	case "content_block_start":
 		if ev.Index == nil || ev.ContentBlock == nil {
@@ -342,8 +369,10 @@ func (p *parser) add(typ string, data []byte, out []llm.Event) ([]llm.Event, err
 		if !(truncatesBlocks(p.stop) && p.pending == len(p.blocks)-1) {
 			out = p.releasePending(out)
 		}
-		if u := ev.Usage.usage(); !u.IsZero() {
-			out = append(out, llm.UsageReport{Usage: u})
+		if p.usage.add(ev.Usage) {
+			// Cumulative: a count it reports as 0 replaces the one
+			// message_start gave (the blocking body says the same).
+			out = append(out, p.usage.report())
 		}
 	case "message_stop":
 		if !p.sawReason {
