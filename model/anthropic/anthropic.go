@@ -146,6 +146,20 @@ type Config struct {
 	Timeout time.Duration
 	// MaxResponseBytes bounds a blocking response body; 0 means 64 MiB.
 	MaxResponseBytes int64
+	// MaxAnswerBytes bounds the content of one answer, blocking or
+	// streamed: its text, thinking and tool-call names and arguments
+	// added up. An answer past it fails with model.KindAnswerTooLarge,
+	// which is not retried, and none of it is used: a stream is not read
+	// further, and no call of the answer runs. 0 means 16 MiB, negative
+	// no bound.
+	MaxAnswerBytes int64
+	// MaxParts bounds the parts of one answer (text and thinking parts,
+	// content blocks, tool calls) the same way; 0 means 8192, negative no
+	// bound.
+	MaxParts int
+	// MaxToolCalls bounds the tool calls of one answer the same way; 0
+	// means 4096, negative no bound.
+	MaxToolCalls int
 }
 
 // Model is a model.Model speaking the Messages API.
@@ -156,6 +170,7 @@ type Model struct {
 	maxTokens int
 	idle      time.Duration
 	timeout   time.Duration
+	limits    wire.AnswerLimits
 	schemas   wire.Memo // output schemas fitted to the subset; nil: left out
 }
 
@@ -178,6 +193,7 @@ func New(cfg Config) *Model {
 		m.maxTokens = DefaultMaxTokens
 	}
 	m.idle, m.timeout = wire.Limits(m.idle, m.timeout, DefaultTimeout)
+	m.limits = wire.ResolveAnswerLimits(cfg.MaxAnswerBytes, cfg.MaxParts, cfg.MaxToolCalls)
 	version := cfg.Version
 	if version == "" {
 		version = DefaultVersion
@@ -216,7 +232,7 @@ func (m *Model) Generate(ctx context.Context, req llm.Request) (llm.Response, er
 	if err := wire.CheckJSON(opGenerate, resp, raw); err != nil {
 		return llm.Response{}, err
 	}
-	return decodeMessage(opGenerate, resp, raw)
+	return decodeMessage(opGenerate, resp, raw, m.limits)
 }
 
 // Stream makes one streaming Messages call; see model.Model for the
@@ -259,7 +275,7 @@ func (m *Model) stream(ctx context.Context, req llm.Request, yield func(llm.Even
 	}
 
 	dec := sse.NewDecoder(watch.Body(resp.Body))
-	p := newParser(opStream, resp.Header)
+	p := newParser(opStream, resp.Header, m.limits)
 	var out []llm.Event
 	for {
 		ev, err := dec.Next()
@@ -322,7 +338,12 @@ func (m *Model) notAStream(ctx context.Context, resp *http.Response, yield func(
 		if json.Unmarshal(raw, &probe) == nil {
 			switch probe.Type {
 			case "message":
-				if r, err := decodeMessage(opStream, resp, raw); err == nil {
+				r, err := decodeMessage(opStream, resp, raw, m.limits)
+				if model.KindOf(err) == model.KindAnswerTooLarge {
+					yield(nil, err)
+					return
+				}
+				if err == nil {
 					for _, e := range model.Events(r) {
 						if !yield(e, nil) {
 							return

@@ -112,13 +112,23 @@ type wireMessage struct {
 // decodeMessage turns a blocking response body into a Response. It folds
 // the same events a stream would produce, so a blocking call and a
 // streaming call of the same answer give the same Response.
-func decodeMessage(op string, resp *http.Response, body []byte) (llm.Response, error) {
+func decodeMessage(op string, resp *http.Response, body []byte, limits wire.AnswerLimits) (llm.Response, error) {
 	var msg wireMessage
 	if err := json.Unmarshal(body, &msg); err != nil {
 		return llm.Response{}, wire.InvalidResponse(op, resp, body, err)
 	}
 	if msg.Type != "message" || msg.StopReason == nil {
 		return llm.Response{}, wire.InvalidResponse(op, resp, body, fmt.Errorf("want a message with a stop_reason, got type %q", msg.Type))
+	}
+	// The answer's size is measured before any of it is folded.
+	meter := wire.Meter{Limits: limits, Op: op, RequestID: wire.RequestID(resp.Header)}
+	for _, b := range msg.Content {
+		if err := meter.Part(blockPart(b.Type)); err != nil {
+			return llm.Response{}, err
+		}
+		if err := meter.Bytes(len(b.Text) + len(b.Thinking) + len(b.Signature) + len(b.Data) + len(b.ID) + len(b.Name) + len(b.Input)); err != nil {
+			return llm.Response{}, err
+		}
 	}
 	var acc llm.Accumulator
 	acc.Add(llm.ResponseStart{ID: msg.ID, Model: msg.Model, RequestID: wire.RequestID(resp.Header)})
@@ -185,6 +195,20 @@ type streamEvent struct {
 	Usage *wireUsage `json:"usage"`
 }
 
+// blockPart is the kind of part a content block of type typ is, as an
+// answer's size is measured.
+func blockPart(typ string) wire.PartKind {
+	switch typ {
+	case "text":
+		return wire.PartText
+	case "thinking", "redacted_thinking":
+		return wire.PartThinking
+	case "tool_use":
+		return wire.PartCall
+	}
+	return wire.PartOther
+}
+
 type blockKind uint8
 
 const (
@@ -219,10 +243,11 @@ type parser struct {
 	ev        streamEvent
 	events    int
 	usage     usageState
+	meter     wire.Meter // the answer's size; it bounds the blocks too
 }
 
-func newParser(op string, h http.Header) *parser {
-	return &parser{op: op, header: h, pending: -1}
+func newParser(op string, h http.Header, limits wire.AnswerLimits) *parser {
+	return &parser{op: op, header: h, pending: -1, meter: wire.Meter{Limits: limits, Op: op, RequestID: wire.RequestID(h)}}
 }
 
 func (p *parser) protocolError(format string, args ...any) *model.Error {
@@ -297,8 +322,14 @@ func (p *parser) add(typ string, data []byte, out []llm.Event) ([]llm.Event, err
 		if idx != len(p.blocks) {
 			return out, p.protocolError("content_block_start for index %d, want %d (blocks must start in order without gaps)", idx, len(p.blocks))
 		}
-		out = p.releasePending(out)
 		cb := ev.ContentBlock
+		if err := p.meter.Part(blockPart(cb.Type)); err != nil {
+			return out, err
+		}
+		if err := p.meter.Bytes(len(cb.Text) + len(cb.Thinking) + len(cb.Signature) + len(cb.Data) + len(cb.ID) + len(cb.Name) + len(cb.Input)); err != nil {
+			return out, err
+		}
+		out = p.releasePending(out)
 		st := blockState{open: true}
 		switch cb.Type {
 		case "text":
@@ -400,6 +431,11 @@ func (p *parser) delta(index *int, dtype, payload string, out []llm.Event) ([]ll
 	st, err := p.openBlock("content_block_delta", index)
 	if err != nil {
 		return out, err
+	}
+	if st.kind != blockOther {
+		if err := p.meter.Bytes(len(payload)); err != nil {
+			return out, err
+		}
 	}
 	switch dtype {
 	case "text_delta":

@@ -156,6 +156,20 @@ type Config struct {
 	Timeout time.Duration
 	// MaxResponseBytes bounds a blocking response body; 0 means 64 MiB.
 	MaxResponseBytes int64
+	// MaxAnswerBytes bounds the content of one answer, blocking or
+	// streamed: its text, thinking and tool-call names and arguments
+	// added up. An answer past it fails with model.KindAnswerTooLarge,
+	// which is not retried, and none of it is used: a stream is not read
+	// further, and no call of the answer runs. 0 means 16 MiB, negative
+	// no bound.
+	MaxAnswerBytes int64
+	// MaxParts bounds the parts of one answer (text and thinking parts,
+	// content blocks, tool calls) the same way; 0 means 8192, negative no
+	// bound.
+	MaxParts int
+	// MaxToolCalls bounds the tool calls of one answer the same way; 0
+	// means 4096, negative no bound.
+	MaxToolCalls int
 	// MaxImages, when positive, keeps at most that many images in one
 	// request: the oldest are left out, each replaced by a line saying so
 	// (the caller's history keeps them). Many OpenAI-compatible servers
@@ -175,6 +189,7 @@ type Model struct {
 	extra     map[string]bool // keys of ExtraBody
 	extraJSON []byte          // ExtraBody encoded as `"k":v,...`
 	extraErr  error
+	limits    wire.AnswerLimits
 	schemas   wire.Memo      // tool schemas compacted
 	generate  *wire.Endpoint // requests for Generate
 	streaming *wire.Endpoint // requests for Stream (Accept: text/event-stream)
@@ -196,6 +211,7 @@ func New(cfg Config) *Model {
 	}
 	m.url = strings.TrimRight(base, "/") + "/chat/completions"
 	m.idle, m.timeout = wire.Limits(m.idle, m.timeout, DefaultTimeout)
+	m.limits = wire.ResolveAnswerLimits(cfg.MaxAnswerBytes, cfg.MaxParts, cfg.MaxToolCalls)
 	m.header = make(http.Header, len(cfg.Headers)+2)
 	m.header.Set("Accept", "application/json")
 	if cfg.APIKey != "" {
@@ -264,11 +280,12 @@ func (m *Model) Generate(ctx context.Context, req llm.Request) (llm.Response, er
 	if err != nil {
 		return llm.Response{}, err
 	}
-	return decodeResponse(opGenerate, resp, data)
+	return decodeResponse(opGenerate, resp, data, m.limits)
 }
 
-// decodeResponse decodes a blocking body, once.
-func decodeResponse(op string, resp *http.Response, data []byte) (llm.Response, error) {
+// decodeResponse decodes a blocking body, once, and measures the answer
+// against limits.
+func decodeResponse(op string, resp *http.Response, data []byte, limits wire.AnswerLimits) (llm.Response, error) {
 	if err := wire.CheckJSON(op, resp, data); err != nil {
 		return llm.Response{}, err
 	}
@@ -283,9 +300,21 @@ func decodeResponse(op string, resp *http.Response, data []byte) (llm.Response, 
 		// Some compatible servers answer errors with 200.
 		return llm.Response{}, wire.StreamError(op, resp.Header, data)
 	}
+	meter := wire.Meter{Limits: limits, Op: op, RequestID: wire.RequestID(resp.Header)}
+	for i := range cr.Choices {
+		if cr.Choices[i].Index == 0 {
+			// Refused before the calls are built.
+			if err := meter.CheckCalls(len(cr.Choices[i].Message.ToolCalls)); err != nil {
+				return llm.Response{}, err
+			}
+		}
+	}
 	r, ok := cr.toResponse(wire.RequestID(resp.Header), data)
 	if !ok {
 		return llm.Response{}, wire.InvalidResponse(op, resp, data, errors.New("no choice with index 0"))
+	}
+	if err := meter.Response(r); err != nil {
+		return llm.Response{}, err
 	}
 	return r, nil
 }
@@ -344,7 +373,7 @@ func (m *Model) stream(ctx context.Context, req llm.Request, yield func(llm.Even
 			if err != nil {
 				return err
 			}
-			r, err := decodeResponse(opStream, resp, data)
+			r, err := decodeResponse(opStream, resp, data, m.limits)
 			if err != nil {
 				return err
 			}
@@ -364,7 +393,7 @@ func (m *Model) stream(ctx context.Context, req llm.Request, yield func(llm.Even
 
 	dec := sse.NewDecoder(bodyR)
 	defer dec.Close()
-	p := newParser(opStream, resp.Header)
+	p := newParser(opStream, resp.Header, m.limits)
 	evs := make([]llm.Event, 0, 8)
 	for {
 		sev, err := dec.Next()

@@ -3,7 +3,6 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"net/http"
 
 	"github.com/loomkit/loom/llm"
@@ -11,10 +10,6 @@ import (
 	"github.com/loomkit/loom/model/internal/sse"
 	"github.com/loomkit/loom/model/internal/wire"
 )
-
-// maxCallSlots bounds how many distinct tool-call indexes one stream may
-// open; memory grows with the calls seen, never with index values.
-const maxCallSlots = 4096
 
 // A chat.completion.chunk. The id and model repeat in every chunk; they
 // are decoded (strings allocated) only until the first chunk carried them.
@@ -51,10 +46,13 @@ type parser struct {
 	done     bool           // [DONE] arrived
 	open     map[int]string // open call slots: index -> provider id
 	order    []int          // open slots in the order they opened
+	meter    wire.Meter     // the answer's size; it bounds the calls, so memory grows with the calls seen, never with index values
 }
 
-func newParser(op string, h http.Header) *parser {
-	return &parser{op: op, header: h, requestID: wire.RequestID(h)}
+func newParser(op string, h http.Header, limits wire.AnswerLimits) *parser {
+	p := &parser{op: op, header: h, requestID: wire.RequestID(h)}
+	p.meter = wire.Meter{Limits: limits, Op: op, RequestID: p.requestID}
+	return p
 }
 
 var doneMarker = []byte("[DONE]")
@@ -137,9 +135,15 @@ func slowChunk(data []byte, bodyOnly bool) (chunk, error) {
 func (p *parser) delta(ch *chunkChoice, out []llm.Event) ([]llm.Event, error) {
 	d := &ch.Delta
 	if r := d.ReasoningContent + d.Reasoning + d.Content.Thinking; r != "" {
+		if err := p.meter.Content(wire.PartThinking, len(r)); err != nil {
+			return out, err
+		}
 		out = append(out, llm.ThinkingDelta{Text: r})
 	}
 	if t := d.Content.Text + d.Refusal; t != "" {
+		if err := p.meter.Content(wire.PartText, len(t)); err != nil {
+			return out, err
+		}
 		out = append(out, llm.TextDelta{Text: t})
 	}
 	if fc := d.FunctionCall; fc != nil && (fc.Name != "" || fc.Arguments != "") {
@@ -185,9 +189,11 @@ func (p *parser) call(idx int, id string, fn *replyFunction, out []llm.Event) ([
 	openID, isOpen := p.open[idx]
 	switch {
 	case !isOpen || (id != "" && openID != "" && id != openID):
-		if !isOpen && len(p.open) >= maxCallSlots {
-			return out, &model.Error{Kind: model.KindInvalidResponse, Op: p.op, RequestID: p.requestID,
-				Message: fmt.Sprintf("the stream opened more than %d tool calls", maxCallSlots)}
+		if err := p.meter.Part(wire.PartCall); err != nil {
+			return out, err
+		}
+		if err := p.meter.Bytes(len(id) + len(fn.Name) + len(fn.Arguments)); err != nil {
+			return out, err
 		}
 		if p.open == nil {
 			p.open = make(map[int]string)
@@ -200,12 +206,18 @@ func (p *parser) call(idx int, id string, fn *replyFunction, out []llm.Event) ([
 	case id != "":
 		// The id again (some servers repeat it, with the name, in
 		// every fragment): a start the accumulator merges.
+		if err := p.meter.Bytes(len(fn.Name) + len(fn.Arguments)); err != nil {
+			return out, err
+		}
 		if openID == "" {
 			p.open[idx] = id
 		}
 		out = append(out, llm.ToolCallStart{Index: idx, ID: id, Name: fn.Name, Arguments: fn.Arguments})
 	default:
 		if fn.Name != "" || fn.Arguments != "" {
+			if err := p.meter.Bytes(len(fn.Name) + len(fn.Arguments)); err != nil {
+				return out, err
+			}
 			out = append(out, llm.ToolCallDelta{Index: idx, Name: fn.Name, Arguments: fn.Arguments})
 		}
 	}
