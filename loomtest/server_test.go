@@ -982,3 +982,30 @@ func TestResetSendsNoHeaders(t *testing.T) {
 		t.Fatalf("a reset before headers gave a response: %v, %v", resp, err)
 	}
 }
+
+// A flood is an answer that does not end: the content (streams), then
+// the flood text again and again, never a finish or an end marker.
+func TestFlood(t *testing.T) {
+	turn := loomtest.Turn{Parts: []llm.Part{llm.Text{Text: "Start."}}, Flood: "xy\"z", FloodBytes: 400}
+	srv := loomtest.Start(loomtest.Config{Repeat: true, Turns: []loomtest.Turn{turn}})
+	defer srv.Close()
+	for _, c := range []struct {
+		f          loomtest.Format
+		body       string
+		event, end string
+	}{
+		{loomtest.Anthropic, antStreamBody, `"delta":{"type":"text_delta","text":"xy\"z"}`, "message_stop"},
+		{loomtest.OpenAI, oaiStreamBody, `"delta":{"content":"xy\"z"}`, "[DONE]"},
+		{loomtest.Anthropic, antBody, `xy\"z`, `"stop_reason"`},
+		{loomtest.OpenAI, oaiBody, `xy\"z`, `"finish_reason"`},
+	} {
+		_, got := post(t, srv, c.f, c.body)
+		if n := strings.Count(string(got), c.event); n != 100 {
+			t.Errorf("%s %.30s: the flood came %d times, want 100 (400 bytes of a 4-byte text):\n%.600s", c.f, c.body, n, got)
+		}
+		stream := strings.Contains(c.body, `"stream":true`)
+		if strings.Contains(string(got), "Start.") != stream || strings.Contains(string(got), c.end) {
+			t.Errorf("%s %.30s: the content is missing or the answer ended:\n%.600s", c.f, c.body, got)
+		}
+	}
+}

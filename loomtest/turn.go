@@ -78,6 +78,18 @@ type Turn struct {
 	// PingEvery, with CutSilence, sends a ping at this interval during the
 	// silence (a keep-alive stream that never says anything).
 	PingEvery time.Duration
+
+	// Flood, when not empty, makes an answer that never ends (a model
+	// that does not stop): after the content of Parts, a stream sends
+	// Flood as a text delta again and again, with EventDelay between
+	// them, and never a finish or an end marker; a blocking body is an
+	// answer whose text is Flood repeated, never closed. It goes on until
+	// FloodBytes bytes of Flood are sent, when the body ends cleanly (cut
+	// short), or, with FloodBytes 0, until the client goes away or the
+	// server closes.
+	Flood string
+	// FloodBytes bounds what Flood sends; 0 means no bound.
+	FloodBytes int64
 }
 
 // CutMode says how a response is cut short.
