@@ -155,6 +155,8 @@ type Config struct {
 	// sending to the last byte; 0 means DefaultTimeout, negative disables.
 	Timeout time.Duration
 	// MaxResponseBytes bounds a blocking response body; 0 means 64 MiB.
+	// A longer body fails with model.KindAnswerTooLarge after that much
+	// is read.
 	MaxResponseBytes int64
 	// MaxAnswerBytes bounds the content of one answer, blocking or
 	// streamed: its text, thinking and tool-call names and arguments

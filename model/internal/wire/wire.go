@@ -409,8 +409,9 @@ func ShouldRetry(h http.Header) *bool {
 }
 
 // ReadBody reads a 2xx response body whole, refusing one over max bytes
-// (DefaultMaxBody when max <= 0) with a KindInvalidResponse error. A read
-// failure is mapped by TransportError under ctx.
+// (DefaultMaxBody when max <= 0) with a KindAnswerTooLarge error, having
+// read at most max+1 bytes. A read failure is mapped by TransportError
+// under ctx.
 func ReadBody(ctx context.Context, op string, resp *http.Response, max int64) ([]byte, error) {
 	if max <= 0 {
 		max = DefaultMaxBody
@@ -419,21 +420,33 @@ func ReadBody(ctx context.Context, op string, resp *http.Response, max int64) ([
 	if resp.ContentLength > 0 && resp.ContentLength <= max {
 		size = resp.ContentLength + 1 // +1 so the final read sees EOF without growing
 	}
-	var buf bytes.Buffer
-	buf.Grow(int(size))
-	_, err := buf.ReadFrom(io.LimitReader(resp.Body, max+1))
-	if err != nil {
-		return nil, TransportError(ctx, op, err)
-	}
-	if int64(buf.Len()) > max {
-		return nil, &model.Error{
-			Kind: model.KindInvalidResponse, Op: op, Status: resp.StatusCode,
-			RequestID: RequestID(resp.Header),
-			Message:   fmt.Sprintf("the response body exceeds %d bytes", max),
-			Raw:       keepRaw(buf.Bytes()),
+	// The buffer doubles, but never past max+1 bytes: reading a body
+	// that is too long holds at most about one and a half times the bound.
+	buf := make([]byte, 0, size)
+	limit := int(max + 1)
+	for {
+		if len(buf) == cap(buf) {
+			grown := make([]byte, len(buf), min(2*cap(buf), limit))
+			copy(grown, buf)
+			buf = grown
+		}
+		n, err := resp.Body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if len(buf) >= limit {
+			return nil, &model.Error{
+				Kind: model.KindAnswerTooLarge, Op: op, Status: resp.StatusCode,
+				RequestID: RequestID(resp.Header),
+				Message:   fmt.Sprintf("the response body exceeds %d bytes (the adapter's Config.MaxResponseBytes); none of it is used", max),
+				Raw:       keepRaw(buf),
+			}
+		}
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, TransportError(ctx, op, err)
 		}
 	}
-	return buf.Bytes(), nil
 }
 
 // InvalidResponse returns a KindInvalidResponse error for a 2xx body the

@@ -267,7 +267,7 @@ func TestSendMapsFailures(t *testing.T) {
 
 func TestReadBody(t *testing.T) {
 	resp := &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(strings.Repeat("a", 100))), ContentLength: -1}
-	if _, err := ReadBody(context.Background(), "op", resp, 50); model.KindOf(err) != model.KindInvalidResponse {
+	if _, err := ReadBody(context.Background(), "op", resp, 50); model.KindOf(err) != model.KindAnswerTooLarge {
 		t.Fatalf("over cap: %v", err)
 	}
 	resp = &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(`{"a":1}`)), ContentLength: 7}
