@@ -77,6 +77,19 @@
 // message_start, as the blocking body says), and a count a report leaves
 // out stays.
 //
+// # Bounds
+//
+// One answer, blocking or streamed, carries at most Config.MaxAnswerBytes
+// of content (text, thinking, tool-call names and arguments: 16 MiB by
+// default), Config.MaxParts parts (8192; every content block counts, of any type) and Config.MaxToolCalls calls
+// (4096). Past any of them the call fails with model.KindAnswerTooLarge,
+// which is not retried: a blocking call returns no answer, and a stream
+// ends with the error and is read no further (what it yielded folds into
+// a truncated answer, whose calls never run). A blocking body is read
+// up to Config.MaxResponseBytes (64 MiB) and measured once decoded; too
+// many calls are refused before they are built. Config.Timeout (10 min)
+// ends a stream that keeps sending, which the idle timeout cannot.
+//
 // A Model is safe for concurrent use.
 package anthropic
 

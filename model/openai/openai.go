@@ -93,6 +93,19 @@
 // asked for is read as a blocking answer (or error) and replayed as
 // events.
 //
+// # Bounds
+//
+// One answer, blocking or streamed, carries at most Config.MaxAnswerBytes
+// of content (text, thinking, tool-call names and arguments: 16 MiB by
+// default), Config.MaxParts parts (8192) and Config.MaxToolCalls calls
+// (4096). Past any of them the call fails with model.KindAnswerTooLarge,
+// which is not retried: a blocking call returns no answer, and a stream
+// ends with the error and is read no further (what it yielded folds into
+// a truncated answer, whose calls never run). A blocking body is read
+// up to Config.MaxResponseBytes (64 MiB) and measured once decoded; too
+// many calls are refused before they are built. Config.Timeout (10 min)
+// ends a stream that keeps sending, which the idle timeout cannot.
+//
 // A Model is safe for concurrent use.
 package openai
 
