@@ -284,17 +284,6 @@ func encodeAnthropic(t *Turn, id, model string, index int) *encoded {
 		}
 	}
 	content := len(frames)
-	floodOpen := sseFrame("content_block_start", mustJSON(struct {
-		Type         string `json:"type"`
-		Index        int    `json:"index"`
-		ContentBlock any    `json:"content_block"`
-	}{"content_block_start", block, antTextBlock{"text", ""}}))
-	floodFrame := sseFrame("content_block_delta", mustJSON(struct {
-		Type  string    `json:"type"`
-		Index int       `json:"index"`
-		Delta textDelta `json:"delta"`
-	}{"content_block_delta", block, textDelta{"text_delta", t.Flood}}))
-	floodBlocking := []byte(`{"id":` + string(mustJSON(id)) + `,"type":"message","role":"assistant","model":` + string(mustJSON(model)) + `,"content":[{"type":"text","text":"`)
 	frames = append(frames, sseFrame("message_delta", mustJSON(struct {
 		Type  string `json:"type"`
 		Delta struct {
@@ -313,7 +302,7 @@ func encodeAnthropic(t *Turn, id, model string, index int) *encoded {
 	frames = append(frames, sseFrame("message_stop", []byte(`{"type":"message_stop"}`)))
 
 	return &encoded{blocking: mustJSON(msg), frames: frames, full: bytes.Join(frames, nil),
-		content: content, floodOpen: floodOpen, floodFrame: floodFrame, floodBlocking: floodBlocking, floodText: jsonStringBody(t.Flood)}
+		content: content, flood: encodeFlood(Anthropic, t, id, model, block)}
 }
 
 // jsonStringBody is s as it reads between the quotes of a JSON string.
@@ -484,10 +473,6 @@ func encodeOpenAI(t *Turn, id, model string, index int) *encoded {
 		}
 	}
 	content := len(frames)
-	flood := t.Flood
-	floodFrame := sseFrame("", mustJSON(oaiChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: model,
-		Choices: []oaiChunkChoice{{Delta: oaiDelta{Content: &flood}}}}))
-	floodBlocking := []byte(`{"id":` + string(mustJSON(id)) + `,"object":"chat.completion","created":` + fmt.Sprint(created) + `,"model":` + string(mustJSON(model)) + `,"choices":[{"index":0,"message":{"role":"assistant","content":"`)
 	chunk(oaiDelta{}, &finish)
 	done := []byte("data: [DONE]\n\n")
 	usageFrame := sseFrame("", mustJSON(oaiChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: model, Choices: []oaiChunkChoice{}, Usage: &usage}))
@@ -500,10 +485,8 @@ func encodeOpenAI(t *Turn, id, model string, index int) *encoded {
 		framesUsage: withUsage,
 		fullUsage:   bytes.Join(withUsage, nil),
 
-		content:       content,
-		floodFrame:    floodFrame,
-		floodBlocking: floodBlocking,
-		floodText:     jsonStringBody(t.Flood),
+		content: content,
+		flood:   encodeFlood(OpenAI, t, id, model, ci),
 	}
 }
 

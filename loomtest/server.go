@@ -126,13 +126,8 @@ type encoded struct {
 	framesUsage [][]byte // OpenAI with include_usage
 	fullUsage   []byte
 
-	// For Turn.Flood: the frames before the finish, what opens the
-	// flood, one flood event, and the blocking body's start and repeat.
-	content       int
-	floodOpen     []byte
-	floodFrame    []byte
-	floodBlocking []byte
-	floodText     []byte
+	content int          // frames before the finish
+	flood   *floodFrames // for Turn.Flood
 }
 
 func formatIndex(f Format) int {
@@ -527,47 +522,6 @@ func (s *Server) play(w http.ResponseWriter, r *http.Request, f Format, t *Turn,
 		rc.Flush()
 	default:
 		s.cut(w, r, f, t) // a Cut after every event
-	}
-}
-
-// flood writes an answer that does not end (Turn.Flood): the content
-// events, then the flood until FloodBytes are sent or the client leaves.
-func (s *Server) flood(w http.ResponseWriter, r *http.Request, t *Turn, enc *encoded, stream bool) {
-	h := w.Header()
-	var head [][]byte
-	one := enc.floodFrame
-	if stream {
-		h.Set("Content-Type", "text/event-stream")
-		h.Set("Cache-Control", "no-cache")
-		head = append(append(head, enc.frames[:enc.content]...), enc.floodOpen)
-	} else {
-		h.Set("Content-Type", "application/json")
-		head = [][]byte{enc.floodBlocking}
-		one = enc.floodText
-	}
-	w.WriteHeader(http.StatusOK)
-	for _, b := range head {
-		if _, err := w.Write(b); err != nil {
-			return
-		}
-	}
-	rc := http.NewResponseController(w)
-	for sent := int64(0); t.FloodBytes <= 0 || sent < t.FloodBytes; sent += int64(len(t.Flood)) {
-		if t.EventDelay > 0 {
-			rc.Flush()
-			if !s.wait(w, r, t.EventDelay) {
-				return
-			}
-		}
-		select {
-		case <-s.closing:
-			abort(w, false)
-			return
-		default:
-		}
-		if _, err := w.Write(one); err != nil {
-			return // the client went away
-		}
 	}
 }
 

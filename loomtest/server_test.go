@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"reflect"
@@ -15,6 +16,9 @@ import (
 
 	"github.com/loomkit/loom/llm"
 	"github.com/loomkit/loom/loomtest"
+	"github.com/loomkit/loom/model"
+	"github.com/loomkit/loom/model/anthropic"
+	"github.com/loomkit/loom/model/openai"
 )
 
 // post sends body to the server's endpoint for format f and returns the
@@ -983,29 +987,79 @@ func TestResetSendsNoHeaders(t *testing.T) {
 	}
 }
 
-// A flood is an answer that does not end: the content (streams), then
-// the flood text again and again, never a finish or an end marker.
+// A flood is an answer that does not end: in a stream the content, then
+// the flood text (or a call's arguments) again and again, never a finish
+// or an end marker; a blocking body closed when FloodBytes are sent is a
+// whole answer of the flood repeated.
 func TestFlood(t *testing.T) {
-	turn := loomtest.Turn{Parts: []llm.Part{llm.Text{Text: "Start."}}, Flood: "xy\"z", FloodBytes: 400}
-	srv := loomtest.Start(loomtest.Config{Repeat: true, Turns: []loomtest.Turn{turn}})
-	defer srv.Close()
-	for _, c := range []struct {
-		f          loomtest.Format
-		body       string
-		event, end string
-	}{
-		{loomtest.Anthropic, antStreamBody, `"delta":{"type":"text_delta","text":"xy\"z"}`, "message_stop"},
-		{loomtest.OpenAI, oaiStreamBody, `"delta":{"content":"xy\"z"}`, "[DONE]"},
-		{loomtest.Anthropic, antBody, `xy\"z`, `"stop_reason"`},
-		{loomtest.OpenAI, oaiBody, `xy\"z`, `"finish_reason"`},
-	} {
-		_, got := post(t, srv, c.f, c.body)
-		if n := strings.Count(string(got), c.event); n != 100 {
-			t.Errorf("%s %.30s: the flood came %d times, want 100 (400 bytes of a 4-byte text):\n%.600s", c.f, c.body, n, got)
-		}
-		stream := strings.Contains(c.body, `"stream":true`)
-		if strings.Contains(string(got), "Start.") != stream || strings.Contains(string(got), c.end) {
-			t.Errorf("%s %.30s: the content is missing or the answer ended:\n%.600s", c.f, c.body, got)
+	flood := "xy\"z"
+	want := strings.Repeat(flood, 100)
+	for _, call := range []string{"", "write_file"} {
+		turn := loomtest.Turn{Parts: []llm.Part{llm.Text{Text: "Start."}}, Flood: flood, FloodBytes: 400, FloodCall: call}
+		for _, f := range []loomtest.Format{loomtest.Anthropic, loomtest.OpenAI} {
+			for _, stream := range []bool{false, true} {
+				srv := loomtest.Start(loomtest.Config{Turns: []loomtest.Turn{turn}})
+				m := adapter(f, srv)
+				var resp llm.Response
+				var err error
+				if stream {
+					resp, err = foldStream(m)
+				} else {
+					resp, err = m.Generate(context.Background(), llm.Request{Messages: []llm.Message{llm.UserText("hi")}})
+				}
+				srv.Close()
+				name := fmt.Sprintf("%s call=%q stream=%v", f, call, stream)
+				if stream {
+					if model.KindOf(err) != model.KindTruncatedStream {
+						t.Errorf("%s: err = %v, want a cut stream", name, err)
+					}
+				} else if err != nil {
+					t.Errorf("%s: %v", name, err)
+					continue
+				}
+				got := resp.Text()
+				if stream {
+					got = strings.TrimPrefix(got, "Start.")
+				}
+				if call != "" {
+					cs := resp.ToolCalls()
+					if len(cs) != 1 || cs[0].Name != call {
+						t.Errorf("%s: calls %+v", name, cs)
+						continue
+					}
+					var args struct{ Content string }
+					if json.Unmarshal(cs[0].Args(), &args) != nil && !stream {
+						t.Errorf("%s: arguments are not JSON: %.80s", name, cs[0].Arguments)
+					}
+					got = strings.TrimPrefix(cs[0].Arguments, `{"content":"`)
+					if !stream {
+						got = args.Content
+					} else {
+						got = strings.ReplaceAll(got, `\"`, `"`)
+					}
+				}
+				if got != want {
+					t.Errorf("%s: got %.80q, want the flood 100 times", name, got)
+				}
+			}
 		}
 	}
+}
+
+func adapter(f loomtest.Format, srv *loomtest.Server) model.Model {
+	if f == loomtest.Anthropic {
+		return anthropic.New(anthropic.Config{BaseURL: srv.AnthropicURL(), APIKey: "k", Model: "claude-test"})
+	}
+	return openai.New(openai.Config{BaseURL: srv.OpenAIURL(), APIKey: "k", Model: "gpt-test"})
+}
+
+func foldStream(m model.Model) (llm.Response, error) {
+	var acc llm.Accumulator
+	for ev, err := range m.Stream(context.Background(), llm.Request{Messages: []llm.Message{llm.UserText("hi")}}) {
+		if err != nil {
+			return acc.Response(), err
+		}
+		acc.Add(ev)
+	}
+	return acc.Response(), nil
 }

@@ -81,15 +81,20 @@ type Turn struct {
 
 	// Flood, when not empty, makes an answer that never ends (a model
 	// that does not stop): after the content of Parts, a stream sends
-	// Flood as a text delta again and again, with EventDelay between
-	// them, and never a finish or an end marker; a blocking body is an
-	// answer whose text is Flood repeated, never closed. It goes on until
-	// FloodBytes bytes of Flood are sent, when the body ends cleanly (cut
-	// short), or, with FloodBytes 0, until the client goes away or the
-	// server closes.
+	// Flood as a text delta (or, with FloodCall, as a piece of a call's
+	// arguments) again and again, with EventDelay between them, and never
+	// a finish or an end marker; a blocking body is an answer whose text
+	// (or call's arguments) is Flood repeated. It goes on until FloodBytes
+	// bytes of Flood are sent: a stream then ends cleanly, cut short, and
+	// a blocking body is closed, a whole answer of that size. With
+	// FloodBytes 0 it goes on until the client goes away or the server
+	// closes.
 	Flood string
 	// FloodBytes bounds what Flood sends; 0 means no bound.
 	FloodBytes int64
+	// FloodCall, when set, names the tool that Flood calls, with the
+	// arguments {"content":"<Flood repeated>"}, instead of sending text.
+	FloodCall string
 }
 
 // CutMode says how a response is cut short.

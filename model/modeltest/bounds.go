@@ -133,18 +133,23 @@ func (s Suite) testBounds(t *testing.T) {
 		}
 	})
 
-	// More arguments in one call than the default bound on content
-	// (16 MiB).
+	// A call whose arguments are larger than the default bound on
+	// content (16 MiB): 20 MiB of them, in a whole blocking answer or a
+	// stream of 64 KiB pieces.
 	t.Run("20 MiB of arguments", func(t *testing.T) {
-		turn := calls(1, `{"path":"a.go","content":"`+strings.Repeat("0123456789", 2<<20)+`"}`)
-		turn.Chunk = 64 << 10
+		turn := loomtest.Turn{Flood: strings.Repeat("0123456789abcdef", 4<<10), FloodBytes: 20 << 20, FloodCall: "write_file"}
 		for _, mode := range modes {
 			t.Run(mode, func(t *testing.T) {
 				m, _ := s.start(t, loomtest.Config{Repeat: true, Turns: []loomtest.Turn{turn}}, Setup{})
-				call(m, mode) // the server encodes the turn once, now
 				var err error
-				peak := heapPeak(func() { _, err = call(m, mode) })
-				tooLarge(t, err, "bytes")
+				var resp llm.Response
+				peak := heapPeak(func() { resp, err = call(m, mode) })
+				tooLarge(t, err, "more than 16777216 bytes of content")
+				for _, c := range resp.ToolCalls() {
+					if !c.Incomplete {
+						t.Errorf("call %s of a refused answer is not Incomplete", c.ID)
+					}
+				}
 				t.Logf("peak heap above the start: %d MiB", peak>>20)
 				if peak > 512<<20 {
 					t.Errorf("the refused answer took %d MiB of heap at its peak, want at most 512", peak>>20)
