@@ -69,3 +69,32 @@ func TestAgentRunsNoCallOfARefusedAnswer(t *testing.T) {
 		}
 	}
 }
+
+// Parts are counted as the accumulator makes them: reasoning and content
+// that take turns make a part each, so a stream that alternates them
+// cannot pile up parts under the byte bound.
+func TestPartsCountedAsTheAccumulatorMakesThem(t *testing.T) {
+	var chunks []string
+	for i := range 10 {
+		field := "reasoning_content"
+		if i%2 == 1 {
+			field = "content"
+		}
+		chunks = append(chunks, fmt.Sprintf(`{"id":"x","choices":[{"index":0,"delta":{"%s":"%d"},"finish_reason":null}]}`, field, i))
+	}
+	chunks = append(chunks, `{"id":"x","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`)
+	for _, c := range []struct {
+		max int
+		ok  bool
+	}{{10, true}, {9, false}} {
+		m, _ := start(t, openai.Config{MaxParts: c.max}, sseReply(events(chunks...)))
+		r, _, err := collect(m.Stream(bg, userReq("q")))
+		if c.ok {
+			if err != nil || len(r.Message.Parts) != 10 {
+				t.Errorf("MaxParts %d: %d parts, err %v; want 10 parts", c.max, len(r.Message.Parts), err)
+			}
+		} else if model.KindOf(err) != model.KindAnswerTooLarge {
+			t.Errorf("MaxParts %d: err = %v, want %s", c.max, err, model.KindAnswerTooLarge)
+		}
+	}
+}
