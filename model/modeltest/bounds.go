@@ -2,6 +2,7 @@ package modeltest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"strings"
@@ -72,6 +73,10 @@ func tooLarge(t *testing.T, err error, words string) {
 	}
 	if !strings.Contains(err.Error(), words) {
 		t.Errorf("the error does not say %q: %v", words, err)
+	}
+	var e *model.Error
+	if errors.As(err, &e) && (e.RequestID == "" || e.Op == "") {
+		t.Errorf("the error lacks the request id or the operation: %+v", e)
 	}
 }
 

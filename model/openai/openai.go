@@ -409,6 +409,7 @@ func (m *Model) stream(ctx context.Context, req llm.Request, yield func(llm.Even
 	dec := sse.NewDecoder(bodyR)
 	defer dec.Close()
 	p := newParser(opStream, resp.Header, m.limits)
+	p.meter.RequestID = p.requestID
 	evs := make([]llm.Event, 0, 8)
 	for {
 		sev, err := dec.Next()

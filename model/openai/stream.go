@@ -49,10 +49,10 @@ type parser struct {
 	meter    wire.Meter     // the answer's size; it bounds the calls, so memory grows with the calls seen, never with index values
 }
 
+// newParser is small enough to be inlined, so that a parser that does not
+// escape its caller is not allocated; the caller sets meter.RequestID.
 func newParser(op string, h http.Header, limits wire.AnswerLimits) *parser {
-	p := &parser{op: op, header: h, requestID: wire.RequestID(h)}
-	p.meter = wire.Meter{Limits: limits, Op: op, RequestID: p.requestID}
-	return p
+	return &parser{op: op, header: h, requestID: wire.RequestID(h), meter: wire.Meter{Limits: limits, Op: op}}
 }
 
 var doneMarker = []byte("[DONE]")
