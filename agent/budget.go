@@ -17,8 +17,8 @@ import (
 // Limits are checked between steps: a model call or tool that is running
 // is not interrupted (give the context a deadline for that).
 type Budget struct {
-	// MaxTokens limits input plus output tokens summed over the run's
-	// model calls.
+	// MaxTokens limits input plus output tokens (llm.Usage.Total: cached
+	// input and reasoning included) summed over the run's model calls.
 	MaxTokens int64
 	// MaxCostUSD limits the cost in US dollars, priced with Prices and
 	// DefaultPrices by the model each call reports (or Config.ModelName).
@@ -82,8 +82,11 @@ type Price struct {
 	CacheWrite float64 `json:"cache_write,omitempty"`
 }
 
-// Cost returns what u costs at p, in US dollars. Input tokens are taken
-// to include the cache reads and writes (llm.Usage's convention).
+// Cost returns what u costs at p, in US dollars. Input tokens include the
+// cache reads and writes (llm.Usage's convention, which every adapter
+// follows): the uncached ones are priced at Input, cache reads at
+// CacheRead and cache writes at CacheWrite; output tokens, reasoning
+// included, at Output.
 func (p Price) Cost(u llm.Usage) float64 {
 	plain := u.InputTokens - u.CacheReadTokens - u.CacheWriteTokens
 	if plain < 0 {
@@ -106,17 +109,31 @@ func (p Price) Cost(u llm.Usage) float64 {
 // model name matches an entry exactly, or by the longest entry that it
 // starts with ("claude-sonnet-4-5-20250929" matches "claude-sonnet-4-5").
 // Do not modify the map; copy it.
+//
+// Anthropic's cache writes are the 5-minute ones (1.25 times the input
+// price; the 1-hour ones cost twice the input price and are not told apart
+// in the usage), its cache reads a tenth of the input price. Entries exist
+// for newer models whose names start with an older one's
+// ("claude-opus-4-5" is not priced as "claude-opus-4").
 var DefaultPrices = map[string]Price{
+	"gpt-5":             {Input: 1.25, Output: 10, CacheRead: 0.125},
+	"gpt-5-mini":        {Input: 0.25, Output: 2, CacheRead: 0.025},
+	"gpt-5-nano":        {Input: 0.05, Output: 0.40, CacheRead: 0.005},
 	"gpt-4o":            {Input: 2.50, Output: 10, CacheRead: 1.25},
 	"gpt-4o-mini":       {Input: 0.15, Output: 0.60, CacheRead: 0.075},
 	"gpt-4.1":           {Input: 2, Output: 8, CacheRead: 0.50},
 	"gpt-4.1-mini":      {Input: 0.40, Output: 1.60, CacheRead: 0.10},
 	"gpt-4.1-nano":      {Input: 0.10, Output: 0.40, CacheRead: 0.025},
 	"o3":                {Input: 2, Output: 8, CacheRead: 0.50},
+	"o3-mini":           {Input: 1.10, Output: 4.40, CacheRead: 0.55},
+	"o3-pro":            {Input: 20, Output: 80},
 	"o4-mini":           {Input: 1.10, Output: 4.40, CacheRead: 0.275},
 	"claude-opus-4":     {Input: 15, Output: 75, CacheRead: 1.50, CacheWrite: 18.75},
+	"claude-opus-4-5":   {Input: 5, Output: 25, CacheRead: 0.50, CacheWrite: 6.25},
+	"claude-opus-4-6":   {Input: 5, Output: 25, CacheRead: 0.50, CacheWrite: 6.25},
 	"claude-sonnet-4":   {Input: 3, Output: 15, CacheRead: 0.30, CacheWrite: 3.75},
 	"claude-sonnet-4-5": {Input: 3, Output: 15, CacheRead: 0.30, CacheWrite: 3.75},
+	"claude-sonnet-4-6": {Input: 3, Output: 15, CacheRead: 0.30, CacheWrite: 3.75},
 	"claude-haiku-4-5":  {Input: 1, Output: 5, CacheRead: 0.10, CacheWrite: 1.25},
 	"claude-3-5-haiku":  {Input: 0.80, Output: 4, CacheRead: 0.08, CacheWrite: 1},
 }

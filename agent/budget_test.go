@@ -107,6 +107,30 @@ func TestPrices(t *testing.T) {
 	}
 }
 
+// Newer models whose names start with an older one's have prices of
+// their own, and cache writes are priced at their rate.
+func TestPricesOfNewerModels(t *testing.T) {
+	for name, want := range map[string]float64{
+		"claude-opus-4-5-20251101": 5,
+		"claude-opus-4-6":          5,
+		"claude-opus-4-1-20250805": 15,
+		"claude-sonnet-4-6":        3,
+		"o3-mini-2025-01-31":       1.10,
+		"o3-pro":                   20,
+		"gpt-5-mini-2025-08-07":    0.25,
+	} {
+		if p, ok := (agent.Budget{}).PriceOf(name); !ok || p.Input != want {
+			t.Errorf("%s: price %+v (%v), want input $%v", name, p, ok, want)
+		}
+	}
+	p, _ := agent.Budget{}.PriceOf("claude-sonnet-4-5")
+	// 5,000 uncached, 3,000 read from and 2,000 written to the cache, 100 out.
+	got := p.Cost(llm.Usage{InputTokens: 10_000, CacheReadTokens: 3_000, CacheWriteTokens: 2_000, OutputTokens: 100})
+	if want := (5000*3 + 3000*0.30 + 2000*3.75 + 100*15) / 1e6; math.Abs(got-want) > 1e-12 {
+		t.Fatalf("cost = %v, want %v", got, want)
+	}
+}
+
 func TestTimeBudget(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := &probe{name: "p", sleep: 40 * time.Second}

@@ -20,7 +20,9 @@ import (
 //   - empty arguments become {}; several JSON objects glued together are
 //     reduced when they are copies or empty placeholders ({}{"a":1}), and
 //     otherwise mark the call Malformed: arguments are never guessed;
-//   - usage reports replace each other field by field (they are cumulative);
+//   - usage reports replace each other count by count (they are
+//     cumulative); a count a report carries replaces the one before, zero
+//     included, and one it leaves out stays (UsageReport.Reported);
 //   - without a Finish the response is Truncated and every call Incomplete;
 //     with a length finish, calls the provider had not closed are Incomplete.
 //
@@ -103,7 +105,7 @@ func (a *Accumulator) Add(e Event) {
 			delete(a.open, e.Index)
 		}
 	case UsageReport:
-		a.usage = a.usage.merge(e.Usage)
+		a.usage = e.Apply(a.usage)
 	case Finish:
 		a.finished = true
 		if e.Reason != "" {

@@ -287,3 +287,62 @@ func BenchmarkAccumulate1MB(b *testing.B) {
 		}
 	}
 }
+
+// A count reported as zero replaces an earlier report of it; one left out
+// keeps it. (An Anthropic stream's message_start may report cache reads
+// that its final, cumulative message_delta reports as 0.)
+func TestAccumulatorUsageReportedZeroReplaces(t *testing.T) {
+	r := fold(
+		UsageReport{Usage: Usage{InputTokens: 61_000, CacheReadTokens: 55_096, OutputTokens: 1}, Reported: UsageInput | UsageCacheRead | UsageCacheWrite | UsageOutput},
+		UsageReport{Usage: Usage{OutputTokens: 40}, Reported: UsageOutput},
+		UsageReport{Usage: Usage{InputTokens: 5_904, OutputTokens: 812}, Reported: UsageInput | UsageCacheRead | UsageCacheWrite | UsageOutput},
+		Finish{Reason: FinishStop},
+	)
+	want := Usage{InputTokens: 5_904, OutputTokens: 812}
+	if r.Usage != want {
+		t.Fatalf("usage = %+v, want %+v", r.Usage, want)
+	}
+}
+
+func TestUsageReportApply(t *testing.T) {
+	before := Usage{InputTokens: 1, OutputTokens: 2, CacheReadTokens: 3, CacheWriteTokens: 4, ReasoningTokens: 5}
+	for _, c := range []struct {
+		name string
+		r    UsageReport
+		want Usage
+	}{
+		{"nothing reported keeps all", UsageReport{Reported: 0}, before},
+		{"unsaid: the non-zero counts", UsageReport{Usage: Usage{OutputTokens: 9}}, Usage{InputTokens: 1, OutputTokens: 9, CacheReadTokens: 3, CacheWriteTokens: 4, ReasoningTokens: 5}},
+		{"reported zeros replace", UsageReport{Usage: Usage{OutputTokens: 9}, Reported: UsageOutput | UsageReasoning}, Usage{InputTokens: 1, OutputTokens: 9, CacheReadTokens: 3, CacheWriteTokens: 4}},
+		{"all", UsageReport{Reported: AllUsageFields}, Usage{}},
+	} {
+		if got := c.r.Apply(before); got != c.want {
+			t.Errorf("%s: %+v, want %+v", c.name, got, c.want)
+		}
+	}
+}
+
+func TestUsageFieldsJSON(t *testing.T) {
+	data, err := MarshalEvent(UsageReport{Usage: Usage{OutputTokens: 2}, Reported: UsageOutput | UsageCacheWrite})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"type":"usage","usage":{"output_tokens":2},"reported":["output_tokens","cache_write_tokens"]}`; string(data) != want {
+		t.Fatalf("got %s, want %s", data, want)
+	}
+	if _, err := UnmarshalEvent([]byte(`{"type":"usage","usage":{},"reported":["output_tokens","audio_tokens"]}`)); err == nil || !strings.Contains(err.Error(), "audio_tokens") {
+		t.Fatalf("an unknown count name: err = %v", err)
+	}
+	if _, err := MarshalEvent(UsageReport{Reported: 1 << 7}); err == nil {
+		t.Fatal("an unknown member was encoded")
+	}
+}
+
+// Folding a usage report allocates nothing.
+func TestAccumulatorUsageAllocations(t *testing.T) {
+	var a Accumulator
+	ev := Event(UsageReport{Usage: Usage{InputTokens: 5, OutputTokens: 7}, Reported: AllUsageFields})
+	if n := testing.AllocsPerRun(100, func() { a.Add(ev) }); n != 0 {
+		t.Fatalf("%v allocations per usage report", n)
+	}
+}

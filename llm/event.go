@@ -64,9 +64,40 @@ type ToolCallEnd struct {
 }
 
 // UsageReport carries token counts so far. Providers report cumulatively,
-// so a later report replaces an earlier one field by field.
+// so each count a report carries replaces the one before it (Apply).
+//
+// Reported says which counts the report carries, zeros included: a count
+// the provider reported as zero replaces an earlier one, a count it left
+// out does not. An empty Reported means the non-zero counts of Usage (a
+// report made without saying).
 type UsageReport struct {
-	Usage Usage `json:"usage"`
+	Usage    Usage       `json:"usage"`
+	Reported UsageFields `json:"reported,omitempty"`
+}
+
+// Apply returns u with the counts the report carries replaced by the
+// report's.
+func (r UsageReport) Apply(u Usage) Usage {
+	f := r.Reported
+	if f == 0 {
+		f = r.Usage.NonZero()
+	}
+	if f&UsageInput != 0 {
+		u.InputTokens = r.Usage.InputTokens
+	}
+	if f&UsageOutput != 0 {
+		u.OutputTokens = r.Usage.OutputTokens
+	}
+	if f&UsageCacheRead != 0 {
+		u.CacheReadTokens = r.Usage.CacheReadTokens
+	}
+	if f&UsageCacheWrite != 0 {
+		u.CacheWriteTokens = r.Usage.CacheWriteTokens
+	}
+	if f&UsageReasoning != 0 {
+		u.ReasoningTokens = r.Usage.ReasoningTokens
+	}
+	return u
 }
 
 // Finish ends the answer. Adapters send it only when the provider's end

@@ -169,6 +169,7 @@ func TestEventJSONRoundTrip(t *testing.T) {
 		ToolCallDelta{Index: 1, Name: "m", Arguments: "}"},
 		ToolCallEnd{Index: 1},
 		UsageReport{Usage: Usage{InputTokens: 3}},
+		UsageReport{Usage: Usage{InputTokens: 3}, Reported: UsageInput | UsageCacheRead},
 		Finish{Reason: FinishStop},
 	}
 	for _, e := range evs {

@@ -3,6 +3,7 @@ package llm
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 )
 
 // Effect says what running a tool does to the world. It decides what a
@@ -102,9 +103,27 @@ func (c ToolChoice) Allowed(tools []ToolSpec) (map[string]bool, error) {
 	return nil, fmt.Errorf("unknown tool choice mode %q", c.Mode)
 }
 
-// Usage counts tokens. Zero means "not reported". InputTokens includes
-// cached input where the provider reports it that way; the cache fields say
-// how much of it was read from or written to a prompt cache.
+// Usage counts the tokens of a model call, or of several summed. Every
+// adapter reports them in one convention, whatever its provider's wire
+// format says:
+//
+//   - InputTokens is every token of the prompt, cached ones included
+//     (OpenAI's prompt_tokens; Anthropic's input_tokens plus its cache
+//     reads and writes, which its input_tokens leaves out);
+//   - CacheReadTokens and CacheWriteTokens say how many of InputTokens were
+//     read from, or written to, a prompt cache;
+//   - OutputTokens is every token generated, reasoning included (OpenAI's
+//     completion_tokens and Anthropic's output_tokens include it; where a
+//     provider counts reasoning apart, as xAI and Gemini's OpenAI endpoint
+//     do, the adapter adds it);
+//   - ReasoningTokens says how many of OutputTokens were reasoning.
+//
+// So Total, InputTokens + OutputTokens, is what the call consumed, and the
+// uncached input is InputTokens - CacheReadTokens - CacheWriteTokens.
+//
+// A count of zero means the provider reported zero or did not report that
+// count. The difference matters only while a stream is folded, and
+// UsageReport.Reported keeps it there.
 type Usage struct {
 	InputTokens      int64 `json:"input_tokens,omitempty"`
 	OutputTokens     int64 `json:"output_tokens,omitempty"`
@@ -124,26 +143,76 @@ func (u Usage) Add(v Usage) Usage {
 	}
 }
 
-// Total returns input plus output tokens.
+// Total returns every token the call consumed: input (cached included)
+// plus output (reasoning included).
 func (u Usage) Total() int64 { return u.InputTokens + u.OutputTokens }
 
-// IsZero reports whether nothing was reported.
+// IsZero reports whether every count is zero.
 func (u Usage) IsZero() bool { return u == Usage{} }
 
-// merge takes, field by field, the later report where it says anything:
-// providers report usage cumulatively, sometimes split across events.
-func (u Usage) merge(v Usage) Usage {
-	pick := func(a, b int64) int64 {
-		if b != 0 {
-			return b
+// UsageFields is a set of the counts of a Usage.
+type UsageFields uint8
+
+// The counts of a Usage, as members of a UsageFields.
+const (
+	UsageInput UsageFields = 1 << iota
+	UsageOutput
+	UsageCacheRead
+	UsageCacheWrite
+	UsageReasoning
+
+	// AllUsageFields holds every count.
+	AllUsageFields = UsageInput | UsageOutput | UsageCacheRead | UsageCacheWrite | UsageReasoning
+)
+
+// usageFieldNames are the JSON names of the members, in bit order: those
+// of Usage's fields.
+var usageFieldNames = [...]string{"input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens"}
+
+// NonZero returns the set of u's counts that are not zero.
+func (u Usage) NonZero() UsageFields {
+	var f UsageFields
+	for i, n := range [...]int64{u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.ReasoningTokens} {
+		if n != 0 {
+			f |= 1 << i
 		}
-		return a
 	}
-	return Usage{
-		InputTokens:      pick(u.InputTokens, v.InputTokens),
-		OutputTokens:     pick(u.OutputTokens, v.OutputTokens),
-		CacheReadTokens:  pick(u.CacheReadTokens, v.CacheReadTokens),
-		CacheWriteTokens: pick(u.CacheWriteTokens, v.CacheWriteTokens),
-		ReasoningTokens:  pick(u.ReasoningTokens, v.ReasoningTokens),
+	return f
+}
+
+// MarshalJSON encodes the set as an array of count names
+// (["input_tokens","cache_read_tokens"]).
+func (f UsageFields) MarshalJSON() ([]byte, error) {
+	if f&^AllUsageFields != 0 {
+		return nil, fmt.Errorf("llm: usage fields %#x hold unknown members", uint8(f))
 	}
+	b := []byte{'['}
+	for i, name := range usageFieldNames {
+		if f&(1<<i) == 0 {
+			continue
+		}
+		if len(b) > 1 {
+			b = append(b, ',')
+		}
+		b = append(append(append(b, '"'), name...), '"')
+	}
+	return append(b, ']'), nil
+}
+
+// UnmarshalJSON decodes what MarshalJSON encodes, refusing unknown names.
+func (f *UsageFields) UnmarshalJSON(data []byte) error {
+	var names []string
+	if err := json.Unmarshal(data, &names); err != nil {
+		return err
+	}
+	var out UsageFields
+	for _, n := range names {
+		i := slices.Index(usageFieldNames[:], n)
+		if i < 0 {
+			return fmt.Errorf("llm: unknown usage count %q", n)
+		}
+		out |= 1 << i
+	}
+	*f = out
+	return nil
 }

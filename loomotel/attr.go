@@ -98,8 +98,7 @@ func panicked(span trace.Span, v any) {
 }
 
 // usageAttrs returns the gen_ai.usage.* attributes of u, leaving out the
-// counts that are zero (llm.Usage's "not reported"); provider decides what
-// input tokens mean (see WithProvider).
+// counts that are zero (reported as zero, or not reported).
 func usageAttrs(u llm.Usage, provider string) []attribute.KeyValue {
 	var attrs []attribute.KeyValue
 	if n := inputTokens(u, provider); n != 0 {
@@ -121,10 +120,7 @@ func usageAttrs(u llm.Usage, provider string) []attribute.KeyValue {
 }
 
 // inputTokens is gen_ai.usage.input_tokens: every input token, cached ones
-// included. Anthropic counts cached input apart from input_tokens.
-func inputTokens(u llm.Usage, provider string) int64 {
-	if provider == "anthropic" {
-		return u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens
-	}
+// included, which is what llm.Usage.InputTokens counts for every adapter.
+func inputTokens(u llm.Usage, _ string) int64 {
 	return u.InputTokens
 }

@@ -284,7 +284,7 @@ func (f *fold) add(e llm.Event) {
 			f.resp.Model = e.Model
 		}
 	case llm.UsageReport:
-		f.resp.Usage = mergeUsage(f.resp.Usage, e.Usage)
+		f.resp.Usage = e.Apply(f.resp.Usage)
 	case llm.Finish:
 		f.finished = true
 		f.resp.FinishReason = e.Reason
@@ -301,22 +301,4 @@ func (f *fold) response() llm.Response {
 	resp := f.acc.Response()
 	resp.FinishReason = f.resp.FinishReason
 	return resp
-}
-
-// mergeUsage takes, field by field, the later report where it says
-// anything, as llm.Accumulator does: providers report usage cumulatively.
-func mergeUsage(u, v llm.Usage) llm.Usage {
-	pick := func(a, b int64) int64 {
-		if b != 0 {
-			return b
-		}
-		return a
-	}
-	return llm.Usage{
-		InputTokens:      pick(u.InputTokens, v.InputTokens),
-		OutputTokens:     pick(u.OutputTokens, v.OutputTokens),
-		CacheReadTokens:  pick(u.CacheReadTokens, v.CacheReadTokens),
-		CacheWriteTokens: pick(u.CacheWriteTokens, v.CacheWriteTokens),
-		ReasoningTokens:  pick(u.ReasoningTokens, v.ReasoningTokens),
-	}
 }

@@ -63,10 +63,10 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 // metrics. llm.Request does not say which provider serves it, so without
 // this option gen_ai.provider.name is left out.
 //
-// With "anthropic", gen_ai.usage.input_tokens is the sum of the input,
-// cache-read and cache-write tokens, as the conventions ask for Anthropic,
-// whose input_tokens (and model/anthropic's llm.Usage.InputTokens) leave
-// cached input out.
+// gen_ai.usage.input_tokens counts cached input too, as the conventions
+// ask, whatever the provider: llm.Usage.InputTokens does so for every
+// adapter (model/anthropic adds the cache reads and writes that
+// Anthropic's input_tokens leaves out).
 func WithProvider(name string) Option {
 	return func(c *config) { c.provider = name }
 }

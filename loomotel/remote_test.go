@@ -40,7 +40,7 @@ func TestRemoteRun(t *testing.T) {
 		"gen_ai.provider.name":                 "anthropic",
 		"gen_ai.conversation.id":               "conv_9",
 		"loom.run.id":                          "run_9",
-		"gen_ai.usage.input_tokens":            int64(15),
+		"gen_ai.usage.input_tokens":            int64(10),
 		"gen_ai.usage.output_tokens":           int64(2),
 		"gen_ai.usage.cache_read.input_tokens": int64(5),
 	})

@@ -178,9 +178,12 @@ func toolInput(args string) json.RawMessage {
 	return mustJSON(args)
 }
 
+// usageOf writes u, which counts cached input in InputTokens as llm.Usage
+// does, the way Anthropic reports it: input_tokens without the cache
+// reads and writes.
 func usageOf(u llm.Usage) antUsage {
 	return antUsage{
-		InputTokens:              u.InputTokens,
+		InputTokens:              max(u.InputTokens-u.CacheReadTokens-u.CacheWriteTokens, 0),
 		CacheCreationInputTokens: u.CacheWriteTokens,
 		CacheReadInputTokens:     u.CacheReadTokens,
 		OutputTokens:             u.OutputTokens,
@@ -280,6 +283,7 @@ func encodeAnthropic(t *Turn, id, model string, index int) *encoded {
 			stopFrame()
 		}
 	}
+	content := len(frames)
 	frames = append(frames, sseFrame("message_delta", mustJSON(struct {
 		Type  string `json:"type"`
 		Delta struct {
@@ -297,7 +301,14 @@ func encodeAnthropic(t *Turn, id, model string, index int) *encoded {
 	}{t.Usage.OutputTokens}})))
 	frames = append(frames, sseFrame("message_stop", []byte(`{"type":"message_stop"}`)))
 
-	return &encoded{blocking: mustJSON(msg), frames: frames, full: bytes.Join(frames, nil)}
+	return &encoded{blocking: mustJSON(msg), frames: frames, full: bytes.Join(frames, nil),
+		content: content, flood: encodeFlood(Anthropic, t, id, model, block)}
+}
+
+// jsonStringBody is s as it reads between the quotes of a JSON string.
+func jsonStringBody(s string) []byte {
+	b := mustJSON(s)
+	return b[1 : len(b)-1]
 }
 
 // --- OpenAI Chat Completions ---
@@ -461,6 +472,7 @@ func encodeOpenAI(t *Turn, id, model string, index int) *encoded {
 			ci++
 		}
 	}
+	content := len(frames)
 	chunk(oaiDelta{}, &finish)
 	done := []byte("data: [DONE]\n\n")
 	usageFrame := sseFrame("", mustJSON(oaiChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: model, Choices: []oaiChunkChoice{}, Usage: &usage}))
@@ -472,6 +484,9 @@ func encodeOpenAI(t *Turn, id, model string, index int) *encoded {
 		full:        bytes.Join(frames, nil),
 		framesUsage: withUsage,
 		fullUsage:   bytes.Join(withUsage, nil),
+
+		content: content,
+		flood:   encodeFlood(OpenAI, t, id, model, ci),
 	}
 }
 

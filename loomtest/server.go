@@ -125,6 +125,9 @@ type encoded struct {
 	full        []byte   // frames joined
 	framesUsage [][]byte // OpenAI with include_usage
 	fullUsage   []byte
+
+	content int          // frames before the finish
+	flood   *floodFrames // for Turn.Flood
 }
 
 func formatIndex(f Format) int {
@@ -460,6 +463,10 @@ func (s *Server) play(w http.ResponseWriter, r *http.Request, f Format, t *Turn,
 		return
 	}
 
+	if t.Flood != "" {
+		s.flood(w, r, t, enc, stream)
+		return
+	}
 	if !stream {
 		h.Set("Content-Type", "application/json")
 		if t.Cut == CutNone {

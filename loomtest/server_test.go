@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"reflect"
@@ -15,6 +16,9 @@ import (
 
 	"github.com/loomkit/loom/llm"
 	"github.com/loomkit/loom/loomtest"
+	"github.com/loomkit/loom/model"
+	"github.com/loomkit/loom/model/anthropic"
+	"github.com/loomkit/loom/model/openai"
 )
 
 // post sends body to the server's endpoint for format f and returns the
@@ -124,6 +128,7 @@ var toolTurn = loomtest.Turn{
 		loomtest.Call("toolu_1", "read_file", `{"path": "a.go"}`),
 		loomtest.Call("toolu_2", "list_dir", ``),
 	},
+	// 50 input tokens, 10 of them cached: Anthropic's input_tokens is 40.
 	Usage: llm.Usage{InputTokens: 50, OutputTokens: 20, CacheReadTokens: 7, CacheWriteTokens: 3},
 	ID:    "msg_1",
 	Model: "claude-test",
@@ -143,7 +148,7 @@ func TestAnthropicBlocking(t *testing.T) {
 			{"type":"tool_use","id":"toolu_1","name":"read_file","input":{"path":"a.go"}},
 			{"type":"tool_use","id":"toolu_2","name":"list_dir","input":{}}],
 		"stop_reason":"tool_use","stop_sequence":null,
-		"usage":{"input_tokens":50,"output_tokens":20,"cache_creation_input_tokens":3,"cache_read_input_tokens":7}}`)
+		"usage":{"input_tokens":40,"output_tokens":20,"cache_creation_input_tokens":3,"cache_read_input_tokens":7}}`)
 }
 
 func TestAnthropicStream(t *testing.T) {
@@ -175,7 +180,7 @@ func TestAnthropicStream(t *testing.T) {
 		}
 	}
 	jsonEqual(t, []byte(fs[0].data), `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-test","content":[],"stop_reason":null,"stop_sequence":null,
-		"usage":{"input_tokens":50,"output_tokens":1,"cache_creation_input_tokens":3,"cache_read_input_tokens":7}}}`)
+		"usage":{"input_tokens":40,"output_tokens":1,"cache_creation_input_tokens":3,"cache_read_input_tokens":7}}}`)
 	jsonEqual(t, []byte(fs[2].data), `{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}`)
 	jsonEqual(t, []byte(fs[6].data), `{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"sig-1"}}`)
 	jsonEqual(t, []byte(fs[12].data), `{"type":"content_block_start","index":2,"content_block":{"type":"tool_use","id":"toolu_1","name":"read_file","input":{}}}`)
@@ -980,4 +985,81 @@ func TestResetSendsNoHeaders(t *testing.T) {
 	if err == nil || resp != nil {
 		t.Fatalf("a reset before headers gave a response: %v, %v", resp, err)
 	}
+}
+
+// A flood is an answer that does not end: in a stream the content, then
+// the flood text (or a call's arguments) again and again, never a finish
+// or an end marker; a blocking body closed when FloodBytes are sent is a
+// whole answer of the flood repeated.
+func TestFlood(t *testing.T) {
+	flood := "xy\"z"
+	want := strings.Repeat(flood, 100)
+	for _, call := range []string{"", "write_file"} {
+		turn := loomtest.Turn{Parts: []llm.Part{llm.Text{Text: "Start."}}, Flood: flood, FloodBytes: 400, FloodCall: call}
+		for _, f := range []loomtest.Format{loomtest.Anthropic, loomtest.OpenAI} {
+			for _, stream := range []bool{false, true} {
+				srv := loomtest.Start(loomtest.Config{Turns: []loomtest.Turn{turn}})
+				m := adapter(f, srv)
+				var resp llm.Response
+				var err error
+				if stream {
+					resp, err = foldStream(m)
+				} else {
+					resp, err = m.Generate(context.Background(), llm.Request{Messages: []llm.Message{llm.UserText("hi")}})
+				}
+				srv.Close()
+				name := fmt.Sprintf("%s call=%q stream=%v", f, call, stream)
+				if stream {
+					if model.KindOf(err) != model.KindTruncatedStream {
+						t.Errorf("%s: err = %v, want a cut stream", name, err)
+					}
+				} else if err != nil {
+					t.Errorf("%s: %v", name, err)
+					continue
+				}
+				got := resp.Text()
+				if stream {
+					got = strings.TrimPrefix(got, "Start.")
+				}
+				if call != "" {
+					cs := resp.ToolCalls()
+					if len(cs) != 1 || cs[0].Name != call {
+						t.Errorf("%s: calls %+v", name, cs)
+						continue
+					}
+					var args struct{ Content string }
+					if json.Unmarshal(cs[0].Args(), &args) != nil && !stream {
+						t.Errorf("%s: arguments are not JSON: %.80s", name, cs[0].Arguments)
+					}
+					got = strings.TrimPrefix(cs[0].Arguments, `{"content":"`)
+					if !stream {
+						got = args.Content
+					} else {
+						got = strings.ReplaceAll(got, `\"`, `"`)
+					}
+				}
+				if got != want {
+					t.Errorf("%s: got %.80q, want the flood 100 times", name, got)
+				}
+			}
+		}
+	}
+}
+
+func adapter(f loomtest.Format, srv *loomtest.Server) model.Model {
+	if f == loomtest.Anthropic {
+		return anthropic.New(anthropic.Config{BaseURL: srv.AnthropicURL(), APIKey: "k", Model: "claude-test"})
+	}
+	return openai.New(openai.Config{BaseURL: srv.OpenAIURL(), APIKey: "k", Model: "gpt-test"})
+}
+
+func foldStream(m model.Model) (llm.Response, error) {
+	var acc llm.Accumulator
+	for ev, err := range m.Stream(context.Background(), llm.Request{Messages: []llm.Message{llm.UserText("hi")}}) {
+		if err != nil {
+			return acc.Response(), err
+		}
+		acc.Add(ev)
+	}
+	return acc.Response(), nil
 }

@@ -19,7 +19,9 @@ type Turn struct {
 	// empty ToolCall.ID is replaced by a generated one.
 	Parts []llm.Part
 	// Usage is reported with the answer (in the final chunk, or the
-	// message_start and message_delta events).
+	// message_start and message_delta events). It counts as llm.Usage
+	// does: InputTokens includes the cached input, which the Anthropic
+	// encoding leaves out of input_tokens, as the API does.
 	Usage llm.Usage
 	// Finish is the finish reason; empty means tool_calls when Parts hold a
 	// tool call, else stop.
@@ -76,6 +78,23 @@ type Turn struct {
 	// PingEvery, with CutSilence, sends a ping at this interval during the
 	// silence (a keep-alive stream that never says anything).
 	PingEvery time.Duration
+
+	// Flood, when not empty, makes an answer that never ends (a model
+	// that does not stop): after the content of Parts, a stream sends
+	// Flood as a text delta (or, with FloodCall, as a piece of a call's
+	// arguments) again and again, with EventDelay between them, and never
+	// a finish or an end marker; a blocking body is an answer whose text
+	// (or call's arguments) is Flood repeated. It goes on until FloodBytes
+	// bytes of Flood are sent: a stream then ends cleanly, cut short, and
+	// a blocking body is closed, a whole answer of that size. With
+	// FloodBytes 0 it goes on until the client goes away or the server
+	// closes.
+	Flood string
+	// FloodBytes bounds what Flood sends; 0 means no bound.
+	FloodBytes int64
+	// FloodCall, when set, names the tool that Flood calls, with the
+	// arguments {"content":"<Flood repeated>"}, instead of sending text.
+	FloodCall string
 }
 
 // CutMode says how a response is cut short.

@@ -24,6 +24,7 @@ const (
 	KindTimeout         Kind = "timeout"           // no answer, or no bytes, in time
 	KindTruncatedStream Kind = "truncated_stream"  // a stream ended before its end marker
 	KindInvalidResponse Kind = "invalid_response"  // the answer is not what the API documents
+	KindAnswerTooLarge  Kind = "answer_too_large"  // the answer exceeds the adapter's bounds on content, parts or calls
 )
 
 // Error is a failed model call. Every error a Model returns for a failed
@@ -103,6 +104,8 @@ func (k Kind) hint() string {
 		return "the history is too large; compact or shorten it"
 	case KindNotFound:
 		return "check the model name and base URL"
+	case KindAnswerTooLarge:
+		return "a model that does not stop is not retried; raise the bound if such answers are expected"
 	}
 	return ""
 }

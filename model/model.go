@@ -97,7 +97,7 @@ func Events(resp llm.Response) []llm.Event {
 		}
 	}
 	if !resp.Usage.IsZero() {
-		evs = append(evs, llm.UsageReport{Usage: resp.Usage})
+		evs = append(evs, llm.UsageReport{Usage: resp.Usage, Reported: llm.AllUsageFields})
 	}
 	if !resp.Truncated {
 		evs = append(evs, llm.Finish{Reason: resp.FinishReason})

@@ -93,7 +93,8 @@ const (
 // Kind: rate limits (429), overload (529, overloaded stream events), server
 // errors (409, 5xx), network failures, timeouts (408, stalls) and truncated
 // streams. Bad requests, auth, permission, not found, request too large,
-// context too long and quota exhaustion are never retried.
+// context too long, quota exhaustion and answers too large (a model that
+// did not stop would be paid for again) are never retried.
 //
 // How long: the provider's retry-after hint when it gave one (retry-after-ms
 // wins over retry-after), else exponential backoff from BaseDelay doubling

@@ -67,10 +67,28 @@
 // stop_reason maps to finish reasons: end_turn and stop_sequence to stop,
 // max_tokens and model_context_window_exceeded to length (a tool call cut
 // off by it is marked Incomplete and never runs), tool_use to tool_calls,
-// refusal to content_filter, pause_turn to pause. Usage keeps Anthropic's
-// counts as they are: InputTokens is input_tokens (which excludes cached
-// input), CacheReadTokens and CacheWriteTokens are
-// cache_read_input_tokens and cache_creation_input_tokens.
+// refusal to content_filter, pause_turn to pause. Usage follows
+// llm.Usage's convention: InputTokens is input_tokens plus
+// cache_read_input_tokens and cache_creation_input_tokens (Anthropic's
+// input_tokens leaves cached input out), CacheReadTokens and
+// CacheWriteTokens are those two. Usage reports are cumulative: each count
+// a report carries replaces the one before, zero included (a final
+// message_delta that reports no cache reads replaces the cache reads of
+// message_start, as the blocking body says), and a count a report leaves
+// out stays.
+//
+// # Bounds
+//
+// One answer, blocking or streamed, carries at most Config.MaxAnswerBytes
+// of content (text, thinking, tool-call names and arguments: 16 MiB by
+// default), Config.MaxParts parts (8192; every content block counts, of any type) and Config.MaxToolCalls calls
+// (4096). Past any of them the call fails with model.KindAnswerTooLarge,
+// which is not retried: a blocking call returns no answer, and a stream
+// ends with the error and is read no further (what it yielded folds into
+// a truncated answer, whose calls never run). A blocking body is read
+// up to Config.MaxResponseBytes (64 MiB) and measured once decoded; too
+// many calls are refused before they are built. Config.Timeout (10 min)
+// ends a stream that keeps sending, which the idle timeout cannot.
 //
 // A Model is safe for concurrent use.
 package anthropic
@@ -140,7 +158,23 @@ type Config struct {
 	// sending to the last byte; 0 means DefaultTimeout, negative disables.
 	Timeout time.Duration
 	// MaxResponseBytes bounds a blocking response body; 0 means 64 MiB.
+	// A longer body fails with model.KindAnswerTooLarge after that much
+	// is read.
 	MaxResponseBytes int64
+	// MaxAnswerBytes bounds the content of one answer, blocking or
+	// streamed: its text, thinking and tool-call names and arguments
+	// added up. An answer past it fails with model.KindAnswerTooLarge,
+	// which is not retried, and none of it is used: a stream is not read
+	// further, and no call of the answer runs. 0 means 16 MiB, negative
+	// no bound.
+	MaxAnswerBytes int64
+	// MaxParts bounds the parts of one answer (text and thinking parts,
+	// content blocks, tool calls) the same way; 0 means 8192, negative no
+	// bound.
+	MaxParts int
+	// MaxToolCalls bounds the tool calls of one answer the same way; 0
+	// means 4096, negative no bound.
+	MaxToolCalls int
 }
 
 // Model is a model.Model speaking the Messages API.
@@ -151,6 +185,7 @@ type Model struct {
 	maxTokens int
 	idle      time.Duration
 	timeout   time.Duration
+	limits    wire.AnswerLimits
 	schemas   wire.Memo // output schemas fitted to the subset; nil: left out
 }
 
@@ -173,6 +208,7 @@ func New(cfg Config) *Model {
 		m.maxTokens = DefaultMaxTokens
 	}
 	m.idle, m.timeout = wire.Limits(m.idle, m.timeout, DefaultTimeout)
+	m.limits = wire.ResolveAnswerLimits(cfg.MaxAnswerBytes, cfg.MaxParts, cfg.MaxToolCalls)
 	version := cfg.Version
 	if version == "" {
 		version = DefaultVersion
@@ -211,7 +247,7 @@ func (m *Model) Generate(ctx context.Context, req llm.Request) (llm.Response, er
 	if err := wire.CheckJSON(opGenerate, resp, raw); err != nil {
 		return llm.Response{}, err
 	}
-	return decodeMessage(opGenerate, resp, raw)
+	return decodeMessage(opGenerate, resp, raw, m.limits)
 }
 
 // Stream makes one streaming Messages call; see model.Model for the
@@ -254,7 +290,7 @@ func (m *Model) stream(ctx context.Context, req llm.Request, yield func(llm.Even
 	}
 
 	dec := sse.NewDecoder(watch.Body(resp.Body))
-	p := newParser(opStream, resp.Header)
+	p := newParser(opStream, resp.Header, m.limits)
 	var out []llm.Event
 	for {
 		ev, err := dec.Next()
@@ -317,7 +353,12 @@ func (m *Model) notAStream(ctx context.Context, resp *http.Response, yield func(
 		if json.Unmarshal(raw, &probe) == nil {
 			switch probe.Type {
 			case "message":
-				if r, err := decodeMessage(opStream, resp, raw); err == nil {
+				r, err := decodeMessage(opStream, resp, raw, m.limits)
+				if model.KindOf(err) == model.KindAnswerTooLarge {
+					yield(nil, err)
+					return
+				}
+				if err == nil {
 					for _, e := range model.Events(r) {
 						if !yield(e, nil) {
 							return

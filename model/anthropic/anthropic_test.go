@@ -405,7 +405,8 @@ func TestSamplingAndThinking(t *testing.T) {
 func TestResponseDetails(t *testing.T) {
 	turn := loomtest.Turn{
 		Parts: []llm.Part{llm.Thinking{Redacted: "ENC"}, llm.Text{Text: "hi"}},
-		Usage: llm.Usage{InputTokens: 10, OutputTokens: 3, CacheReadTokens: 100, CacheWriteTokens: 50},
+		// 10 uncached input tokens: input_tokens is 10 on the wire.
+		Usage: llm.Usage{InputTokens: 160, OutputTokens: 3, CacheReadTokens: 100, CacheWriteTokens: 50},
 		ID:    "msg_42", Model: "claude-real",
 	}
 	srv := start(t, turn)

@@ -20,6 +20,10 @@ func TestConformance(t *testing.T) {
 				HTTPClient:  s.HTTPClient,
 				IdleTimeout: s.IdleTimeout,
 				Timeout:     s.Timeout,
+
+				MaxAnswerBytes: s.MaxAnswerBytes,
+				MaxParts:       s.MaxParts,
+				MaxToolCalls:   s.MaxToolCalls,
 			})
 		},
 		GoldenDir: "testdata",

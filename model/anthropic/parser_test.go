@@ -14,13 +14,14 @@ import (
 	"github.com/loomkit/loom/llm"
 	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/model/internal/sse"
+	"github.com/loomkit/loom/model/internal/wire"
 )
 
 // parseStream runs a whole SSE body through the decoder and the parser, as
 // the adapter does, and returns the events and the error that ended it.
 func parseStream(body []byte) ([]llm.Event, error) {
 	dec := sse.NewDecoderSize(bytes.NewReader(body), 1<<20)
-	p := newParser(opStream, http.Header{"Request-Id": {"req_1"}})
+	p := newParser(opStream, http.Header{"Request-Id": {"req_1"}}, wire.ResolveAnswerLimits(0, 0, 0))
 	var all, out []llm.Event
 	for {
 		ev, err := dec.Next()

@@ -43,24 +43,49 @@ type wireUsage struct {
 	CacheReadInputTokens     *int64 `json:"cache_read_input_tokens"`
 }
 
-func (u *wireUsage) usage() llm.Usage {
-	var out llm.Usage
+// usageState holds the last value of each count a message's usage reports
+// have carried (they are cumulative; later ones replace earlier ones), so
+// that llm.Usage.InputTokens, which Anthropic splits in three, is always
+// their sum.
+type usageState struct {
+	input, output, cacheWrite, cacheRead int64
+	has                                  llm.UsageFields // of UsageInput (input_tokens), UsageOutput, UsageCacheWrite, UsageCacheRead
+}
+
+// add takes the counts u carries and reports whether it carried any.
+func (s *usageState) add(u *wireUsage) bool {
 	if u == nil {
-		return out
+		return false
 	}
-	if u.InputTokens != nil {
-		out.InputTokens = *u.InputTokens
+	any := false
+	take := func(dst *int64, src *int64, f llm.UsageFields) {
+		if src != nil {
+			*dst = *src
+			s.has |= f
+			any = true
+		}
 	}
-	if u.OutputTokens != nil {
-		out.OutputTokens = *u.OutputTokens
+	take(&s.input, u.InputTokens, llm.UsageInput)
+	take(&s.output, u.OutputTokens, llm.UsageOutput)
+	take(&s.cacheWrite, u.CacheCreationInputTokens, llm.UsageCacheWrite)
+	take(&s.cacheRead, u.CacheReadInputTokens, llm.UsageCacheRead)
+	return any
+}
+
+// report is the usage so far in llm.Usage's convention: InputTokens counts
+// the cached input too, which Anthropic's input_tokens leaves out. Every
+// count known so far is reported, zeros included.
+func (s *usageState) report() llm.UsageReport {
+	r := llm.UsageReport{Usage: llm.Usage{
+		InputTokens:      s.input + s.cacheRead + s.cacheWrite,
+		OutputTokens:     s.output,
+		CacheReadTokens:  s.cacheRead,
+		CacheWriteTokens: s.cacheWrite,
+	}, Reported: s.has}
+	if s.has&(llm.UsageCacheRead|llm.UsageCacheWrite) != 0 {
+		r.Reported |= llm.UsageInput
 	}
-	if u.CacheCreationInputTokens != nil {
-		out.CacheWriteTokens = *u.CacheCreationInputTokens
-	}
-	if u.CacheReadInputTokens != nil {
-		out.CacheReadTokens = *u.CacheReadInputTokens
-	}
-	return out
+	return r
 }
 
 type wireBlock struct {
@@ -87,13 +112,23 @@ type wireMessage struct {
 // decodeMessage turns a blocking response body into a Response. It folds
 // the same events a stream would produce, so a blocking call and a
 // streaming call of the same answer give the same Response.
-func decodeMessage(op string, resp *http.Response, body []byte) (llm.Response, error) {
+func decodeMessage(op string, resp *http.Response, body []byte, limits wire.AnswerLimits) (llm.Response, error) {
 	var msg wireMessage
 	if err := json.Unmarshal(body, &msg); err != nil {
 		return llm.Response{}, wire.InvalidResponse(op, resp, body, err)
 	}
 	if msg.Type != "message" || msg.StopReason == nil {
 		return llm.Response{}, wire.InvalidResponse(op, resp, body, fmt.Errorf("want a message with a stop_reason, got type %q", msg.Type))
+	}
+	// The answer's size is measured before any of it is folded.
+	meter := wire.Meter{Limits: limits, Op: op, RequestID: wire.RequestID(resp.Header)}
+	for _, b := range msg.Content {
+		if err := meter.Part(blockPart(b.Type)); err != nil {
+			return llm.Response{}, err
+		}
+		if err := meter.Bytes(len(b.Text) + len(b.Thinking) + len(b.Signature) + len(b.Data) + len(b.ID) + len(b.Name) + len(b.Input)); err != nil {
+			return llm.Response{}, err
+		}
 	}
 	var acc llm.Accumulator
 	acc.Add(llm.ResponseStart{ID: msg.ID, Model: msg.Model, RequestID: wire.RequestID(resp.Header)})
@@ -113,8 +148,9 @@ func decodeMessage(op string, resp *http.Response, body []byte) (llm.Response, e
 			}
 		}
 	}
-	if u := msg.Usage.usage(); !u.IsZero() {
-		acc.Add(llm.UsageReport{Usage: u})
+	var us usageState
+	if us.add(msg.Usage) {
+		acc.Add(us.report())
 	}
 	acc.Add(llm.Finish{Reason: finishReason(stop)})
 	out := acc.Response()
@@ -159,6 +195,20 @@ type streamEvent struct {
 	Usage *wireUsage `json:"usage"`
 }
 
+// blockPart is the kind of part a content block of type typ is, as an
+// answer's size is measured.
+func blockPart(typ string) wire.PartKind {
+	switch typ {
+	case "text":
+		return wire.PartText
+	case "thinking", "redacted_thinking":
+		return wire.PartThinking
+	case "tool_use":
+		return wire.PartCall
+	}
+	return wire.PartOther
+}
+
 type blockKind uint8
 
 const (
@@ -192,10 +242,12 @@ type parser struct {
 	sawReason bool
 	ev        streamEvent
 	events    int
+	usage     usageState
+	meter     wire.Meter // the answer's size; it bounds the blocks too
 }
 
-func newParser(op string, h http.Header) *parser {
-	return &parser{op: op, header: h, pending: -1}
+func newParser(op string, h http.Header, limits wire.AnswerLimits) *parser {
+	return &parser{op: op, header: h, pending: -1, meter: wire.Meter{Limits: limits, Op: op, RequestID: wire.RequestID(h)}}
 }
 
 func (p *parser) protocolError(format string, args ...any) *model.Error {
@@ -259,8 +311,8 @@ func (p *parser) add(typ string, data []byte, out []llm.Event) ([]llm.Event, err
 			return out, p.protocolError("message_start without a message")
 		}
 		out = append(out, llm.ResponseStart{ID: ev.Message.ID, Model: ev.Message.Model, RequestID: wire.RequestID(p.header)})
-		if u := ev.Message.Usage.usage(); !u.IsZero() {
-			out = append(out, llm.UsageReport{Usage: u})
+		if p.usage.add(ev.Message.Usage) {
+			out = append(out, p.usage.report())
 		}
 	case "content_block_start":
 		if ev.Index == nil || ev.ContentBlock == nil {
@@ -270,8 +322,14 @@ func (p *parser) add(typ string, data []byte, out []llm.Event) ([]llm.Event, err
 		if idx != len(p.blocks) {
 			return out, p.protocolError("content_block_start for index %d, want %d (blocks must start in order without gaps)", idx, len(p.blocks))
 		}
-		out = p.releasePending(out)
 		cb := ev.ContentBlock
+		if err := p.meter.Part(blockPart(cb.Type)); err != nil {
+			return out, err
+		}
+		if err := p.meter.Bytes(len(cb.Text) + len(cb.Thinking) + len(cb.Signature) + len(cb.Data) + len(cb.ID) + len(cb.Name) + len(cb.Input)); err != nil {
+			return out, err
+		}
+		out = p.releasePending(out)
 		st := blockState{open: true}
 		switch cb.Type {
 		case "text":
@@ -342,8 +400,10 @@ func (p *parser) add(typ string, data []byte, out []llm.Event) ([]llm.Event, err
 		if !(truncatesBlocks(p.stop) && p.pending == len(p.blocks)-1) {
 			out = p.releasePending(out)
 		}
-		if u := ev.Usage.usage(); !u.IsZero() {
-			out = append(out, llm.UsageReport{Usage: u})
+		if p.usage.add(ev.Usage) {
+			// Cumulative: a count it reports as 0 replaces the one
+			// message_start gave (the blocking body says the same).
+			out = append(out, p.usage.report())
 		}
 	case "message_stop":
 		if !p.sawReason {
@@ -371,6 +431,11 @@ func (p *parser) delta(index *int, dtype, payload string, out []llm.Event) ([]ll
 	st, err := p.openBlock("content_block_delta", index)
 	if err != nil {
 		return out, err
+	}
+	if st.kind != blockOther {
+		if err := p.meter.Bytes(len(payload)); err != nil {
+			return out, err
+		}
 	}
 	switch dtype {
 	case "text_delta":

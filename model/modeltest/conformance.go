@@ -34,6 +34,13 @@ type Setup struct {
 	// IdleTimeout and Timeout, when not zero, are the adapter's stream
 	// idle timeout and per-call timeout; zero means the adapter's default.
 	IdleTimeout, Timeout time.Duration
+	// MaxAnswerBytes, MaxParts and MaxToolCalls, when not zero, are the
+	// adapter's bounds on one answer's content bytes (text, thinking,
+	// tool-call names and arguments), parts and tool calls; zero means
+	// the adapter's defaults, which must be at most 64 MiB, 1<<16 parts
+	// and 1<<16 calls.
+	MaxAnswerBytes         int64
+	MaxParts, MaxToolCalls int
 }
 
 // Suite describes an adapter to check.
@@ -56,8 +63,11 @@ type Suite struct {
 // vendor would accept (and, with GoldenDir, exactly the committed bodies);
 // every injected fault becomes the right model.Kind; timeouts fire; the
 // model.Retry middleware around the adapter retries what it should and
-// nothing else; and every stream of the pathological corpus
-// (testdata/streams/<format>) ends the way its first line says.
+// nothing else; every stream of the pathological corpus
+// (testdata/streams/<format>) ends the way its first line says; and an
+// answer past the bounds on its size (one that never ends, too many calls,
+// too many parts, huge arguments) fails with model.KindAnswerTooLarge
+// before it costs much memory.
 func Run(t *testing.T, s Suite) {
 	t.Helper()
 	if s.New == nil || (s.Format != loomtest.OpenAI && s.Format != loomtest.Anthropic) {
@@ -71,6 +81,7 @@ func Run(t *testing.T, s Suite) {
 	t.Run("SingleUse", s.testSingleUse)
 	t.Run("Retry", s.testRetry)
 	t.Run("Corpus", s.testCorpus)
+	t.Run("Bounds", s.testBounds)
 }
 
 func (s Suite) baseURL(root string) string {

@@ -19,13 +19,14 @@ import (
 // testdata/streams/<format>/. The first line of each is an SSE comment
 // (which every decoder skips) saying how the stream must end:
 //
-//	: expect ok text="Hello" calls=2 finish=tool_calls out=15 incomplete=1 malformed=1
+//	: expect ok text="Hello" calls=2 finish=tool_calls in=40 cache_read=8 out=15 incomplete=1 malformed=1
 //	: expect truncated_stream
 //
 // "ok" means the stream ends without error and its fold has the given
-// text, number of tool calls, finish reason, output tokens and numbers of
-// incomplete and malformed calls (each optional). Any other word is the
-// model.Kind the stream must fail with.
+// text, number of tool calls, finish reason, input, cache-read and output
+// tokens (in llm.Usage's convention) and numbers of incomplete and
+// malformed calls (each optional). Any other word is the model.Kind the
+// stream must fail with.
 //
 //go:embed testdata/streams
 var corpus embed.FS
@@ -36,6 +37,8 @@ type expectation struct {
 	calls      *int
 	finish     *llm.FinishReason
 	out        *int64
+	in         *int64
+	cacheRead  *int64
 	incomplete *int
 	malformed  *int
 	names      *string
@@ -76,7 +79,7 @@ func parseExpectation(data string) (expectation, error) {
 			e.finish = &f
 		case "names":
 			e.names = &val
-		case "calls", "incomplete", "malformed", "out":
+		case "calls", "incomplete", "malformed", "out", "in", "cache_read":
 			n, err := num()
 			if err != nil {
 				return e, fmt.Errorf("%s: %v", key, err)
@@ -91,6 +94,12 @@ func parseExpectation(data string) (expectation, error) {
 			case "out":
 				v := int64(n)
 				e.out = &v
+			case "in":
+				v := int64(n)
+				e.in = &v
+			case "cache_read":
+				v := int64(n)
+				e.cacheRead = &v
 			}
 		default:
 			return e, fmt.Errorf("unknown expectation %q", key)
@@ -193,6 +202,12 @@ func (e expectation) check(t *testing.T, resp llm.Response, evs []llm.Event, err
 	}
 	if e.out != nil && resp.Usage.OutputTokens != *e.out {
 		t.Errorf("output tokens %d, want %d", resp.Usage.OutputTokens, *e.out)
+	}
+	if e.in != nil && resp.Usage.InputTokens != *e.in {
+		t.Errorf("input tokens %d, want %d", resp.Usage.InputTokens, *e.in)
+	}
+	if e.cacheRead != nil && resp.Usage.CacheReadTokens != *e.cacheRead {
+		t.Errorf("cache-read tokens %d, want %d", resp.Usage.CacheReadTokens, *e.cacheRead)
 	}
 	for i, ev := range evs {
 		if _, ok := ev.(llm.Finish); ok && (err != nil || i != len(evs)-1) {

@@ -11,6 +11,8 @@ func TestCorpusExpectationsParse(t *testing.T) {
 	kinds := map[model.Kind]bool{
 		model.KindTruncatedStream: true, model.KindInvalidResponse: true, model.KindOverloaded: true,
 		model.KindServer: true, model.KindRateLimited: true, model.KindTimeout: true,
+		// An in-stream error whose numeric code names a 400.
+		model.KindBadRequest: true,
 	}
 	for _, format := range []string{"anthropic", "openai"} {
 		dir := path.Join("testdata/streams", format)

@@ -7,6 +7,9 @@
 // Run is the conformance suite every wire adapter (model/openai,
 // model/anthropic) passes against the loomtest server: streaming and
 // blocking calls give the same llm.Response, a multi-tool round trip works,
-// every injected fault becomes the right model.Kind, and a corpus of
-// pathological streams (testdata/streams) ends in a typed outcome.
+// every injected fault becomes the right model.Kind, a corpus of
+// pathological streams (testdata/streams) ends in a typed outcome, and an
+// answer past the adapter's bounds (one that never ends, too many calls or
+// parts, huge arguments) fails with model.KindAnswerTooLarge, its memory
+// measured, while one at the bounds passes.
 package modeltest

@@ -23,6 +23,10 @@ func TestConformance(t *testing.T) {
 				HTTPClient:  s.HTTPClient,
 				IdleTimeout: s.IdleTimeout,
 				Timeout:     s.Timeout,
+
+				MaxAnswerBytes: s.MaxAnswerBytes,
+				MaxParts:       s.MaxParts,
+				MaxToolCalls:   s.MaxToolCalls,
 			})
 		},
 		GoldenDir: "../modeltest/testdata/golden/openai",

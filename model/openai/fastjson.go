@@ -468,10 +468,10 @@ var (
 	chunkBodyKey = []string{"choices", "usage", "error"}
 	choiceKeys   = []string{"index", "message", "finish_reason"}
 	deltaKeys    = []string{"index", "delta", "finish_reason"}
-	messageKeys  = []string{"content", "reasoning_content", "reasoning", "refusal", "tool_calls"}
+	messageKeys  = []string{"content", "reasoning_content", "reasoning", "refusal", "tool_calls", "function_call"}
 	callKeys     = []string{"index", "id", "type", "function"}
 	functionKeys = []string{"name", "arguments"}
-	usageKeys    = []string{"prompt_tokens", "completion_tokens", "prompt_tokens_details", "completion_tokens_details", "prompt_cache_hit_tokens"}
+	usageKeys    = []string{"prompt_tokens", "completion_tokens", "prompt_tokens_details", "completion_tokens_details", "prompt_cache_hit_tokens", "total_tokens"}
 	cachedKeys   = []string{"cached_tokens"}
 	reasonKeys   = []string{"reasoning_tokens"}
 )
@@ -570,13 +570,23 @@ func (s *jsonScanner) message(m *replyMessage) bool {
 	_, ok := s.object(messageKeys, func(i int) bool {
 		switch i {
 		case 0:
-			return s.optStr(&m.Content)
+			// A string; an array of chunks (Mistral) is left to
+			// encoding/json.
+			return s.optStr(&m.Content.Text)
 		case 1:
 			return s.optStr(&m.ReasoningContent)
 		case 2:
 			return s.optStr(&m.Reasoning)
 		case 3:
 			return s.optStr(&m.Refusal)
+		case 5:
+			if s.null() {
+				m.FunctionCall = nil
+				return true
+			}
+			fc := new(replyFunction)
+			m.FunctionCall = fc
+			return s.function(fc)
 		default:
 			return sliceOf(s, &m.ToolCalls, func(tc *replyToolCall) bool {
 				_, ok := s.object(callKeys, func(i int) bool {
@@ -588,18 +598,22 @@ func (s *jsonScanner) message(m *replyMessage) bool {
 					case 2:
 						return s.optStr(&tc.Type)
 					default:
-						_, ok := s.object(functionKeys, func(i int) bool {
-							if i == 0 {
-								return s.optStr(&tc.Function.Name)
-							}
-							return s.optStr(&tc.Function.Arguments)
-						})
-						return ok
+						return s.function(&tc.Function)
 					}
 				})
 				return ok
 			})
 		}
+	})
+	return ok
+}
+
+func (s *jsonScanner) function(f *replyFunction) bool {
+	_, ok := s.object(functionKeys, func(i int) bool {
+		if i == 0 {
+			return s.optStr(&f.Name)
+		}
+		return s.optStr(&f.Arguments)
 	})
 	return ok
 }
@@ -636,8 +650,10 @@ func (s *jsonScanner) usage(dst **usage) bool {
 			u.CompletionTokensDetails = d
 			_, ok := s.object(reasonKeys, func(int) bool { return s.integer(&d.ReasoningTokens, 64) })
 			return ok
-		default:
+		case 4:
 			return s.integer(&u.PromptCacheHitTokens, 64)
+		default:
+			return s.integer(&u.TotalTokens, 64)
 		}
 	})
 	*dst = u

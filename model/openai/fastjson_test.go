@@ -25,6 +25,8 @@ var fastBodies = []string{
 
 // Chunks the fast decoder must take itself.
 var fastChunks = []string{
+	`{"id":"chatcmpl-8Zz1","object":"chat.completion.chunk","created":1700000000,"model":"gpt-3.5-turbo-0613","choices":[{"index":0,"delta":{"role":"assistant","content":null,"function_call":{"name":"get_current_weather","arguments":""}},"finish_reason":null}]}`,
+	`{"id":"x","choices":[],"usage":{"prompt_tokens":12,"completion_tokens":1,"total_tokens":399,"completion_tokens_details":{"reasoning_tokens":386}}}`,
 	`{"id":"chatcmpl-B9","object":"chat.completion.chunk","created":1727000000,"model":"gpt-4o","system_fingerprint":"fp_1","choices":[{"index":0,"delta":{"role":"assistant","content":"","refusal":null},"logprobs":null,"finish_reason":null}]}`,
 	`{"id":"chatcmpl-B9","object":"chat.completion.chunk","created":1727000000,"model":"gpt-4o","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"add","arguments":"{\"a\":2,\"b\":3}"}}]},"finish_reason":null}]}`,
 	`{"id":"chatcmpl-B9","object":"chat.completion.chunk","created":1727000000,"model":"gpt-4o","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`,
@@ -94,6 +96,8 @@ var trickyBodies = []string{
 	`{}`,
 	`{`,
 	``,
+	// Content as an array of chunks (Mistral) is left to encoding/json.
+	`{"id":"cmpl-e5","object":"chat.completion.chunk","created":1759752086,"model":"magistral-medium-2509","choices":[{"index":0,"delta":{"content":[{"type":"thinking","thinking":[{"type":"text","text":"2+2"}]},{"type":"text","text":"4"}]},"finish_reason":null}]}`,
 }
 
 // checkFastDecode compares the fast decoder with encoding/json on one

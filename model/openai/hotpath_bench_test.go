@@ -44,7 +44,7 @@ func BenchmarkTurnDecodeResponse(b *testing.B) {
 	resp := &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}}}
 	b.ReportAllocs()
 	for b.Loop() {
-		r, err := decodeResponse(opGenerate, resp, body)
+		r, err := decodeResponse(opGenerate, resp, body, defaultLimits)
 		if err != nil || len(r.ToolCalls()) != 1 {
 			b.Fatal(err)
 		}
@@ -84,7 +84,7 @@ func BenchmarkTurnParseStream(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		dec := sse.NewDecoder(bytes.NewReader(body))
-		p := newParser(opStream, http.Header{})
+		p := newParser(opStream, http.Header{}, defaultLimits)
 		var acc llm.Accumulator
 		evs := make([]llm.Event, 0, 8)
 		for !p.done {

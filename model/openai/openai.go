@@ -51,11 +51,20 @@
 // (OpenRouter, Ollama) becomes thinking, a refusal becomes text, and
 // tool_calls become tool calls whose arguments are kept as sent: when they
 // are not one JSON object (after llm.NormalizeArguments) the call is
-// Malformed, never guessed at. Usage maps prompt_tokens (which includes
-// cached input), completion_tokens, prompt_tokens_details.cached_tokens and
-// completion_tokens_details.reasoning_tokens. finish_reason maps to stop,
-// length, tool_calls (also function_call), content_filter, or other. Only
-// the choice with index 0 is read.
+// Malformed, never guessed at. content may also be an array of chunks
+// (Mistral's reasoning models): its text chunks are text, its thinking
+// chunks thinking, and chunks of other types (references, images) are
+// skipped. A legacy function_call is a tool call whose id is "call_"
+// followed by the response's id. Usage follows llm.Usage's convention:
+// prompt_tokens (which includes cached input), completion_tokens,
+// prompt_tokens_details.cached_tokens (or DeepSeek's
+// prompt_cache_hit_tokens) and completion_tokens_details.reasoning_tokens;
+// where the reasoning is counted outside completion_tokens (xAI, Gemini's
+// OpenAI endpoint: total_tokens is prompt, completion and reasoning added
+// up, or the reasoning exceeds the completion) it is added to
+// OutputTokens. finish_reason maps to stop, length, tool_calls (also
+// function_call), content_filter, or other. Only the choice with index 0
+// is read; a body without one is an invalid response.
 //
 // A stream yields ResponseStart (id, model, x-request-id), text and
 // thinking deltas, ToolCallStart for the first fragment of a call slot (or
@@ -67,9 +76,14 @@
 // A stream that ends without [DONE] but after a finish_reason is accepted
 // as complete (only a trailing usage report can be missing); one that ends
 // without either fails with KindTruncatedStream, and so does one whose
-// connection breaks. A chunk with a top-level "error" member (or an
-// "event: error") fails the stream with a *model.Error classified by the
-// error's type and code, not by the HTTP 200. Unknown event types are
+// connection breaks. One that reaches [DONE] without ever carrying choice
+// 0 holds no answer and fails with KindInvalidResponse, as the blocking
+// body would. A usage report carries prompt and completion tokens, and the
+// cache and reasoning counts whose details it has (llm.UsageReport); one
+// of only zeros is not passed on. A chunk with a top-level "error" member
+// (or an "event: error") fails the stream with a *model.Error classified
+// by the error's type and code (a numeric code, as OpenRouter sends, by
+// the HTTP status it names), not by the HTTP 200. Unknown event types are
 // ignored. A stream that sends no bytes for Config.IdleTimeout fails with
 // KindTimeout; a single SSE line over 32 MiB fails with
 // KindInvalidResponse, reading at most that much.
@@ -78,6 +92,19 @@
 // KindInvalidResponse quoting its start; a JSON body where a stream was
 // asked for is read as a blocking answer (or error) and replayed as
 // events.
+//
+// # Bounds
+//
+// One answer, blocking or streamed, carries at most Config.MaxAnswerBytes
+// of content (text, thinking, tool-call names and arguments: 16 MiB by
+// default), Config.MaxParts parts (8192) and Config.MaxToolCalls calls
+// (4096). Past any of them the call fails with model.KindAnswerTooLarge,
+// which is not retried: a blocking call returns no answer, and a stream
+// ends with the error and is read no further (what it yielded folds into
+// a truncated answer, whose calls never run). A blocking body is read
+// up to Config.MaxResponseBytes (64 MiB) and measured once decoded; too
+// many calls are refused before they are built. Config.Timeout (10 min)
+// ends a stream that keeps sending, which the idle timeout cannot.
 //
 // A Model is safe for concurrent use.
 package openai
@@ -141,7 +168,23 @@ type Config struct {
 	// sending to the last byte; 0 means DefaultTimeout, negative disables.
 	Timeout time.Duration
 	// MaxResponseBytes bounds a blocking response body; 0 means 64 MiB.
+	// A longer body fails with model.KindAnswerTooLarge after that much
+	// is read.
 	MaxResponseBytes int64
+	// MaxAnswerBytes bounds the content of one answer, blocking or
+	// streamed: its text, thinking and tool-call names and arguments
+	// added up. An answer past it fails with model.KindAnswerTooLarge,
+	// which is not retried, and none of it is used: a stream is not read
+	// further, and no call of the answer runs. 0 means 16 MiB, negative
+	// no bound.
+	MaxAnswerBytes int64
+	// MaxParts bounds the parts of one answer (text and thinking parts,
+	// content blocks, tool calls) the same way; 0 means 8192, negative no
+	// bound.
+	MaxParts int
+	// MaxToolCalls bounds the tool calls of one answer the same way; 0
+	// means 4096, negative no bound.
+	MaxToolCalls int
 	// MaxImages, when positive, keeps at most that many images in one
 	// request: the oldest are left out, each replaced by a line saying so
 	// (the caller's history keeps them). Many OpenAI-compatible servers
@@ -161,6 +204,7 @@ type Model struct {
 	extra     map[string]bool // keys of ExtraBody
 	extraJSON []byte          // ExtraBody encoded as `"k":v,...`
 	extraErr  error
+	limits    wire.AnswerLimits
 	schemas   wire.Memo      // tool schemas compacted
 	generate  *wire.Endpoint // requests for Generate
 	streaming *wire.Endpoint // requests for Stream (Accept: text/event-stream)
@@ -182,6 +226,7 @@ func New(cfg Config) *Model {
 	}
 	m.url = strings.TrimRight(base, "/") + "/chat/completions"
 	m.idle, m.timeout = wire.Limits(m.idle, m.timeout, DefaultTimeout)
+	m.limits = wire.ResolveAnswerLimits(cfg.MaxAnswerBytes, cfg.MaxParts, cfg.MaxToolCalls)
 	m.header = make(http.Header, len(cfg.Headers)+2)
 	m.header.Set("Accept", "application/json")
 	if cfg.APIKey != "" {
@@ -250,11 +295,12 @@ func (m *Model) Generate(ctx context.Context, req llm.Request) (llm.Response, er
 	if err != nil {
 		return llm.Response{}, err
 	}
-	return decodeResponse(opGenerate, resp, data)
+	return decodeResponse(opGenerate, resp, data, m.limits)
 }
 
-// decodeResponse decodes a blocking body, once.
-func decodeResponse(op string, resp *http.Response, data []byte) (llm.Response, error) {
+// decodeResponse decodes a blocking body, once, and measures the answer
+// against limits.
+func decodeResponse(op string, resp *http.Response, data []byte, limits wire.AnswerLimits) (llm.Response, error) {
 	if err := wire.CheckJSON(op, resp, data); err != nil {
 		return llm.Response{}, err
 	}
@@ -269,9 +315,21 @@ func decodeResponse(op string, resp *http.Response, data []byte) (llm.Response, 
 		// Some compatible servers answer errors with 200.
 		return llm.Response{}, wire.StreamError(op, resp.Header, data)
 	}
+	meter := wire.Meter{Limits: limits, Op: op, RequestID: wire.RequestID(resp.Header)}
+	for i := range cr.Choices {
+		if cr.Choices[i].Index == 0 {
+			// Refused before the calls are built.
+			if err := meter.CheckCalls(len(cr.Choices[i].Message.ToolCalls)); err != nil {
+				return llm.Response{}, err
+			}
+		}
+	}
 	r, ok := cr.toResponse(wire.RequestID(resp.Header), data)
 	if !ok {
 		return llm.Response{}, wire.InvalidResponse(op, resp, data, errors.New("no choice with index 0"))
+	}
+	if err := meter.Response(r); err != nil {
+		return llm.Response{}, err
 	}
 	return r, nil
 }
@@ -330,7 +388,7 @@ func (m *Model) stream(ctx context.Context, req llm.Request, yield func(llm.Even
 			if err != nil {
 				return err
 			}
-			r, err := decodeResponse(opStream, resp, data)
+			r, err := decodeResponse(opStream, resp, data, m.limits)
 			if err != nil {
 				return err
 			}
@@ -350,7 +408,8 @@ func (m *Model) stream(ctx context.Context, req llm.Request, yield func(llm.Even
 
 	dec := sse.NewDecoder(bodyR)
 	defer dec.Close()
-	p := newParser(opStream, resp.Header)
+	p := newParser(opStream, resp.Header, m.limits)
+	p.meter.RequestID = p.requestID
 	evs := make([]llm.Event, 0, 8)
 	for {
 		sev, err := dec.Next()

@@ -18,6 +18,7 @@ import (
 	"github.com/loomkit/loom/llm"
 	"github.com/loomkit/loom/model"
 	"github.com/loomkit/loom/model/internal/sse"
+	"github.com/loomkit/loom/model/internal/wire"
 )
 
 // parse runs an SSE body through the decoder and the parser, as the
@@ -28,7 +29,7 @@ func parse(body []byte, maxLine int) (llm.Response, []llm.Event, error) {
 
 func parseKeep(body []byte, maxLine int, keep bool) (llm.Response, []llm.Event, error) {
 	dec := sse.NewDecoderSize(bytes.NewReader(body), maxLine)
-	p := newParser(opStream, http.Header{})
+	p := newParser(opStream, http.Header{}, defaultLimits)
 	var acc llm.Accumulator
 	var all []llm.Event
 	var evs []llm.Event
@@ -112,7 +113,7 @@ func FuzzDecodeResponse(f *testing.F) {
 	f.Add([]byte(`{"choices":[{"index":3}]}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		resp := &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}}}
-		r, err := decodeResponse(opGenerate, resp, body)
+		r, err := decodeResponse(opGenerate, resp, body, defaultLimits)
 		if err != nil {
 			if model.KindOf(err) == "" {
 				t.Fatalf("untyped error %v", err)
@@ -294,3 +295,5 @@ func BenchmarkStream1MBHandWritten(b *testing.B) {
 		}
 	}
 }
+
+var defaultLimits = wire.ResolveAnswerLimits(0, 0, 0)

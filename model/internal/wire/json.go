@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 )
 
 var jsonUnmarshal = json.Unmarshal
@@ -13,6 +14,7 @@ var jsonUnmarshal = json.Unmarshal
 type jsonAny struct {
 	obj json.RawMessage // set when the value is an object
 	str string          // set when the value is a string, or a number's text
+	num bool            // the value is a number
 }
 
 func (j *jsonAny) UnmarshalJSON(b []byte) error {
@@ -28,8 +30,22 @@ func (j *jsonAny) UnmarshalJSON(b []byte) error {
 		j.str = string(b)
 	default:
 		j.str = string(b)
+		j.num = b[0] == '-' || (b[0] >= '0' && b[0] <= '9')
 	}
 	return nil
+}
+
+// status returns the HTTP status a numeric code names (OpenRouter's codes
+// are statuses), 0 when the value is not an integer from 100 to 599.
+func (j jsonAny) status() int {
+	if !j.num {
+		return 0
+	}
+	n, err := strconv.Atoi(j.str)
+	if err != nil || n < 100 || n > 599 {
+		return 0
+	}
+	return n
 }
 
 func (j jsonAny) text() string { return j.str }

@@ -141,7 +141,8 @@ func StatusError(op string, resp *http.Response) *model.Error {
 // that is not JSON (an HTML page from a proxy) is quoted in the message.
 // The Kind comes from the status, refined by the provider's type or code.
 // Status 0 or 2xx means the error arrived inside a stream: the Kind then
-// comes from the type alone (see StreamError).
+// comes from the status a numeric code names (OpenRouter's codes are HTTP
+// statuses), else from the type alone (see StreamError).
 func ErrorFromBody(op string, status int, h http.Header, body []byte) *model.Error {
 	pe, ok := parseProviderError(body)
 	e := &model.Error{
@@ -167,8 +168,8 @@ func ErrorFromBody(op string, status int, h http.Header, body []byte) *model.Err
 // StreamError builds the error for an error that arrived inside a stream
 // after HTTP 200 (an OpenAI chunk with an "error" member, an Anthropic
 // "event: error"). data is the event's JSON; h the response headers. The
-// Kind comes from the provider's error type, never from the 200; the
-// Status is left 0.
+// Kind comes from the status a numeric error code names, else from the
+// provider's error type, never from the 200; the Status is left 0.
 func StreamError(op string, h http.Header, data []byte) *model.Error {
 	e := ErrorFromBody(op, 0, h, data)
 	if e.Message == "" {
@@ -189,6 +190,12 @@ func Classify(status int, pe ProviderError) model.Kind {
 			}
 		}
 		return false
+	}
+	inStream := status == 0 || (status >= 200 && status <= 299)
+	if inStream && pe.Status >= 300 {
+		// An error inside a stream that names its status: classify it
+		// as that status, so a 400 is not retried and a 429 is.
+		status = pe.Status
 	}
 	if has("insufficient_quota", "enforced_spend_limit_reached", "billing", "quota_exceeded", "spend_limit") ||
 		strings.Contains(msg, "exceeded your current quota") || strings.Contains(msg, "spend limit") ||
@@ -229,7 +236,7 @@ func Classify(status int, pe ProviderError) model.Kind {
 	default:
 		kind = model.KindInvalidResponse
 	}
-	if contextTooLong && (kind == model.KindBadRequest || kind == model.KindRequestTooLarge || status == 0 || status < 300) {
+	if contextTooLong && (kind == model.KindBadRequest || kind == model.KindRequestTooLarge || inStream) {
 		return model.KindContextTooLong
 	}
 	return kind
@@ -267,6 +274,10 @@ type ProviderError struct {
 	DetailCode string // error.details.error_code (Anthropic spend limits)
 	Message    string
 	RequestID  string // request_id in the body (Anthropic)
+	// Status is the HTTP status a numeric code names (OpenRouter sends
+	// its errors' statuses as error.code, also inside a 200 stream), 0
+	// when the code is no such number.
+	Status int
 }
 
 // kindWord is the most specific word the provider gave.
@@ -299,7 +310,7 @@ func parseProviderError(body []byte) (ProviderError, bool) {
 	if len(trimmed) == 0 || trimmed[0] != '{' || jsonUnmarshal(trimmed, &top) != nil {
 		return ProviderError{}, false
 	}
-	pe := ProviderError{RequestID: top.RequestID, Message: top.Message, Code: top.Code.text()}
+	pe := ProviderError{RequestID: top.RequestID, Message: top.Message, Code: top.Code.text(), Status: top.Code.status()}
 	if top.Type != "error" {
 		pe.Type = top.Type
 	}
@@ -318,7 +329,7 @@ func parseProviderError(body []byte) (ProviderError, bool) {
 				pe.Type = inner.Type
 			}
 			if c := inner.Code.text(); c != "" {
-				pe.Code = c
+				pe.Code, pe.Status = c, inner.Code.status()
 			}
 			if inner.Message != "" {
 				pe.Message = inner.Message
@@ -398,8 +409,9 @@ func ShouldRetry(h http.Header) *bool {
 }
 
 // ReadBody reads a 2xx response body whole, refusing one over max bytes
-// (DefaultMaxBody when max <= 0) with a KindInvalidResponse error. A read
-// failure is mapped by TransportError under ctx.
+// (DefaultMaxBody when max <= 0) with a KindAnswerTooLarge error, having
+// read at most max+1 bytes. A read failure is mapped by TransportError
+// under ctx.
 func ReadBody(ctx context.Context, op string, resp *http.Response, max int64) ([]byte, error) {
 	if max <= 0 {
 		max = DefaultMaxBody
@@ -408,21 +420,33 @@ func ReadBody(ctx context.Context, op string, resp *http.Response, max int64) ([
 	if resp.ContentLength > 0 && resp.ContentLength <= max {
 		size = resp.ContentLength + 1 // +1 so the final read sees EOF without growing
 	}
-	var buf bytes.Buffer
-	buf.Grow(int(size))
-	_, err := buf.ReadFrom(io.LimitReader(resp.Body, max+1))
-	if err != nil {
-		return nil, TransportError(ctx, op, err)
-	}
-	if int64(buf.Len()) > max {
-		return nil, &model.Error{
-			Kind: model.KindInvalidResponse, Op: op, Status: resp.StatusCode,
-			RequestID: RequestID(resp.Header),
-			Message:   fmt.Sprintf("the response body exceeds %d bytes", max),
-			Raw:       keepRaw(buf.Bytes()),
+	// The buffer doubles, but never past max+1 bytes: reading a body
+	// that is too long holds at most about one and a half times the bound.
+	buf := make([]byte, 0, size)
+	limit := int(max + 1)
+	for {
+		if len(buf) == cap(buf) {
+			grown := make([]byte, len(buf), min(2*cap(buf), limit))
+			copy(grown, buf)
+			buf = grown
+		}
+		n, err := resp.Body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if len(buf) >= limit {
+			return nil, &model.Error{
+				Kind: model.KindAnswerTooLarge, Op: op, Status: resp.StatusCode,
+				RequestID: RequestID(resp.Header),
+				Message:   fmt.Sprintf("the response body exceeds %d bytes (the adapter's Config.MaxResponseBytes); none of it is used", max),
+				Raw:       keepRaw(buf),
+			}
+		}
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, TransportError(ctx, op, err)
 		}
 	}
-	return buf.Bytes(), nil
 }
 
 // InvalidResponse returns a KindInvalidResponse error for a 2xx body the

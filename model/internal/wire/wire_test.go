@@ -267,7 +267,7 @@ func TestSendMapsFailures(t *testing.T) {
 
 func TestReadBody(t *testing.T) {
 	resp := &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(strings.Repeat("a", 100))), ContentLength: -1}
-	if _, err := ReadBody(context.Background(), "op", resp, 50); model.KindOf(err) != model.KindInvalidResponse {
+	if _, err := ReadBody(context.Background(), "op", resp, 50); model.KindOf(err) != model.KindAnswerTooLarge {
 		t.Fatalf("over cap: %v", err)
 	}
 	resp = &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(`{"a":1}`)), ContentLength: 7}
@@ -418,5 +418,38 @@ func TestLimits(t *testing.T) {
 		if idle != c.wantIdle || timeout != c.wantTimeout {
 			t.Errorf("Limits(%v, %v) = %v, %v; want %v, %v", c.idle, c.timeout, idle, timeout, c.wantIdle, c.wantTimeout)
 		}
+	}
+}
+
+// OpenRouter's error codes are HTTP statuses, sent as JSON numbers, also
+// inside a 200 stream: they classify like the status they name.
+func TestStreamErrorNumericCodeIsAStatus(t *testing.T) {
+	for _, c := range []struct {
+		body      string
+		kind      model.Kind
+		retryable bool
+	}{
+		{`{"error":{"code":400,"message":"Token limit reached"}}`, model.KindBadRequest, false},
+		{`{"error":{"code":429,"message":"Rate limit exceeded: free-models-per-min."}}`, model.KindRateLimited, true},
+		{`{"error":{"code":401,"message":"No auth credentials found"}}`, model.KindAuth, false},
+		{`{"error":{"code":402,"message":"Insufficient credits"}}`, model.KindQuota, false},
+		{`{"error":{"code":403,"message":"Input flagged by moderation"}}`, model.KindPermission, false},
+		{`{"error":{"code":408,"message":"Request timed out"}}`, model.KindTimeout, true},
+		{`{"error":{"code":502,"message":"Provider returned error"}}`, model.KindServer, true},
+		{`{"error":{"code":400,"message":"This endpoint's maximum context length is 8192 tokens."}}`, model.KindContextTooLong, false},
+		{`{"code":429,"message":"slow down"}`, model.KindRateLimited, true},
+		// Not statuses: a number out of range, and a code that is a string.
+		{`{"error":{"code":7,"message":"odd"}}`, model.KindServer, true},
+		{`{"error":{"code":"400","message":"a string"}}`, model.KindServer, true},
+		{`{"error":{"code":"server_error","message":"Provider disconnected unexpectedly"}}`, model.KindServer, true},
+	} {
+		e := StreamError("openai: stream", http.Header{}, []byte(c.body))
+		if e.Kind != c.kind || e.Retryable() != c.retryable || e.Status != 0 {
+			t.Errorf("%s: kind %s retryable %v status %d, want %s %v 0", c.body, e.Kind, e.Retryable(), e.Status, c.kind, c.retryable)
+		}
+	}
+	// An HTTP status wins over the code the body names.
+	if e := ErrorFromBody("x", 503, http.Header{}, []byte(`{"error":{"code":400,"message":"m"}}`)); e.Kind != model.KindServer {
+		t.Errorf("503 with code 400: %s", e.Kind)
 	}
 }
