@@ -68,7 +68,10 @@
 // completion_tokens, so they are added); "cache_read", "cache_write" and
 // "reasoning" are the parts as reported. Total() must equal input plus
 // output. A stream's usage is what its last report says, a reported zero
-// included.
+// included. An Anthropic response that compacted its context reports the
+// usage of each sampling step in usage.iterations, and its top-level
+// counts cover the last step only; its usage is the sum of the iterations
+// (as the AI SDK and pydantic-ai, whose recordings these are, assert).
 //
 // # The tests
 //
