@@ -128,7 +128,7 @@ func (r *recording) check() error {
 		return fmt.Errorf("call %q", r.Call)
 	case r.Framing != "raw" && r.Framing != "jsonl":
 		return fmt.Errorf("framing %q", r.Framing)
-	case r.Status < 100 || r.Status > 599:
+	case r.Status < 100 || r.Status > 599 || r.Status == errHarness:
 		return fmt.Errorf("status %d", r.Status)
 	case r.Body == "" || strings.ContainsAny(r.Body, `/\`):
 		return fmt.Errorf("body %q", r.Body)
