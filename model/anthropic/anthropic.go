@@ -75,7 +75,10 @@
 // a report carries replaces the one before, zero included (a final
 // message_delta that reports no cache reads replaces the cache reads of
 // message_start, as the blocking body says), and a count a report leaves
-// out stays.
+// out stays. A request the server compacted (context management) reports
+// usage.iterations, one per sampling step, and top-level counts of the last
+// step only; every step is billed, so the counts are the sums over the
+// iterations.
 //
 // # Bounds
 //

@@ -41,6 +41,30 @@ type wireUsage struct {
 	OutputTokens             *int64 `json:"output_tokens"`
 	CacheCreationInputTokens *int64 `json:"cache_creation_input_tokens"`
 	CacheReadInputTokens     *int64 `json:"cache_read_input_tokens"`
+	// Iterations are the sampling steps of a request the server compacted
+	// (context management): the top-level counts are the last step's only,
+	// while every step is billed.
+	Iterations []wireUsage `json:"iterations"`
+}
+
+// billed returns u with its counts replaced by their sums over
+// u.Iterations, when there are any: what the request consumed in all.
+func (u *wireUsage) billed() *wireUsage {
+	if len(u.Iterations) == 0 {
+		return u
+	}
+	var in, out, cw, cr int64
+	for _, it := range u.Iterations {
+		for _, c := range []struct {
+			dst *int64
+			src *int64
+		}{{&in, it.InputTokens}, {&out, it.OutputTokens}, {&cw, it.CacheCreationInputTokens}, {&cr, it.CacheReadInputTokens}} {
+			if c.src != nil {
+				*c.dst += *c.src
+			}
+		}
+	}
+	return &wireUsage{InputTokens: &in, OutputTokens: &out, CacheCreationInputTokens: &cw, CacheReadInputTokens: &cr}
 }
 
 // usageState holds the last value of each count a message's usage reports
@@ -57,6 +81,7 @@ func (s *usageState) add(u *wireUsage) bool {
 	if u == nil {
 		return false
 	}
+	u = u.billed()
 	any := false
 	take := func(dst *int64, src *int64, f llm.UsageFields) {
 		if src != nil {
